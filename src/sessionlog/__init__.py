@@ -1,0 +1,1 @@
+"""sessionlog: durable, searchable session history for fleets of AI agents."""

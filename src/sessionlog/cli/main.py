@@ -1,0 +1,197 @@
+"""The ``sessionlog`` command line: local stack, demo, append, index, search."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import orjson
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history.")
+console = Console()
+err_console = Console(stderr=True)
+_state: dict[str, bool] = {"debug": False}
+
+
+@app.callback()
+def _main(debug: Annotated[bool, typer.Option("--debug", help="Show stack traces on errors.")] = False) -> None:
+    _state["debug"] = debug
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """One clear line per failure; a stack trace only with --debug."""
+    from sessionlog.indexer.errors import IndexerError
+    from sessionlog.ingest.errors import IngestError
+    from sessionlog.query.errors import SessionQueryError
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except (IngestError, IndexerError, SessionQueryError) as err:
+        if _state["debug"]:
+            raise
+        _fail(str(err))
+    except ValidationError as err:
+        if _state["debug"]:
+            raise
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        _fail(f"invalid setting {err.title} {loc}: {first['msg']}", 2)
+
+
+# -- local stack ----------------------------------------------------------------------------------
+@app.command()
+def up(fresh: Annotated[bool, typer.Option(help="Wipe data before starting.")] = False) -> None:
+    """Start the local Kafka and OpenSearch (fetched from Maven Central on first use)."""
+    from sessionlog.cli.stack import run_stack
+
+    raise typer.Exit(run_stack("up", *(["--fresh"] if fresh else [])))
+
+
+@app.command()
+def down() -> None:
+    """Stop exactly the servers `up` started."""
+    from sessionlog.cli.stack import run_stack
+
+    raise typer.Exit(run_stack("down"))
+
+
+@app.command()
+def status() -> None:
+    """Show whether the local Kafka and OpenSearch answer."""
+    from sessionlog.cli.stack import run_stack
+
+    raise typer.Exit(run_stack("status"))
+
+
+# -- pipeline -------------------------------------------------------------------------------------
+def _read_lines(source: str) -> Iterator[tuple[int, bytes]]:
+    stream = sys.stdin.buffer if source == "-" else Path(source).open("rb")
+    with stream:
+        for number, line in enumerate(stream, 1):
+            if line.strip():
+                yield number, line
+
+
+@app.command()
+def append(source: Annotated[str, typer.Argument(help="JSONL file of wire records, or - for stdin.")]) -> None:
+    """Append wire-format records (one JSON object per line) to the session topic."""
+    from sessionlog.ingest import Appender, KafkaSettings, RecordRejected, ensure_topics
+
+    with _errors():
+        settings = KafkaSettings()
+        ensure_topics(settings)
+        rejected: list[tuple[int, str]] = []
+        sent = 0
+        with Appender(settings) as appender, Progress(console=err_console, transient=True) as progress:
+            task = progress.add_task("appending", total=None)
+            for number, line in _read_lines(source):
+                try:
+                    appender.append(orjson.loads(line))
+                    sent += 1
+                except orjson.JSONDecodeError as err:
+                    rejected.append((number, f"record: not valid JSON: {err}"))
+                except RecordRejected as err:
+                    rejected.append((number, str(err)))
+                progress.advance(task)
+            appender.flush(timeout=60)
+        console.print(f"appended {sent} records, rejected {len(rejected)}")
+        for number, reason in rejected[:50]:
+            console.print(f"  line {number}: {reason}", highlight=False)
+        if rejected:
+            raise typer.Exit(1)
+
+
+@app.command()
+def index(
+    until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop once caught up.")] = False,
+) -> None:
+    """Run the indexer worker (a consumer-group member) that projects the log into OpenSearch."""
+    import signal
+    import threading
+
+    from sessionlog.indexer import IndexerWorker
+
+    with _errors():
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        started = time.monotonic()
+        with IndexerWorker() as worker:
+            stats = worker.run(until_idle=until_idle, stop=stop)
+        took = time.monotonic() - started
+        console.print(
+            f"consumed {stats.consumed}, indexed {stats.indexed}, replays {stats.replays}, "
+            f"conflicts {stats.conflicts}, dead-lettered {stats.dead_lettered} in {took:.1f}s"
+        )
+
+
+def _provider(workspace: str | None, session: str | None) -> Any:
+    from sessionlog.query import OpenSearchProvider, Scope
+
+    if workspace:
+        return OpenSearchProvider(Scope.workspace(workspace))
+    if session:
+        return OpenSearchProvider(Scope.session(session))
+    _fail("give --workspace W (optionally with --session S) or --session S", 2)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="Free text; empty browses the most recent entries.")] = "",
+    workspace: Annotated[str | None, typer.Option("--workspace", "-w")] = None,
+    session: Annotated[str | None, typer.Option("--session", "-s")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    kinds: Annotated[list[str] | None, typer.Option("--kind")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Scoped, typo- and accent-tolerant search."""
+    from sessionlog.query import SessionQueryRequest, render_result
+
+    with _errors():
+        provider = _provider(workspace, session)
+        request = SessionQueryRequest(session_id=session, query=query, limit=limit, kinds=tuple(kinds or ()))
+        result = provider.search(request)
+        if as_json:
+            sys.stdout.write(result.model_dump_json() + "\n")
+        else:
+            console.print(render_result(result, query), highlight=False, markup=False)
+
+
+@app.command()
+def demo(
+    workspaces: Annotated[int, typer.Option(help="Workspaces in the workload.")] = 3,
+    sessions: Annotated[int, typer.Option(help="Sessions in the workload.")] = 9,
+) -> None:
+    """Append a realistic multi-session workload, index it, and run typo'd and accented searches."""
+    from sessionlog.cli.demo import run_demo
+
+    with _errors():
+        run_demo(console, workspaces=workspaces, sessions=sessions)
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

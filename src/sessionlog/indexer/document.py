@@ -1,0 +1,248 @@
+"""The read model: index names, OpenSearch settings and mappings, and the event document.
+
+This is the one schema the query side imports. Pure data and pure functions; no I/O.
+
+Text is analysed three ways (see ``_ANALYSIS``):
+
+* ``text`` — words split on anything that is not a letter, digit or mark, lower-cased and
+  ASCII-folded (``Đơn`` → ``don``): the folded field, and the one fuzzy queries run on;
+* ``text.exact`` — the same words lower-cased only, so an exact accented match outranks a folded one;
+* ``text.tri`` — 3-grams of the folded words, for substrings of 3+ characters (``9931`` in
+  ``acct_9931``).
+
+Tool-call arguments go to ``args`` with the same three analyses, so message text can be weighted
+above them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final, Literal
+
+from sessionlog.ingest.wire import EventRecord, HeaderRecord, ReplaceOp, encode_record
+
+__all__ = [
+    "DEFAULT_KINDS",
+    "MESSAGE_TYPES",
+    "SURFACE_STATES",
+    "SurfaceLabel",
+    "content_hash",
+    "event_document",
+    "events_alias",
+    "events_index_body",
+    "events_template_body",
+    "session_document",
+    "sessions_alias",
+    "sessions_index_body",
+    "watermarks_index",
+]
+
+SurfaceLabel = Literal["current", "shadowed", "log-only"]
+SURFACE_STATES: Final[tuple[SurfaceLabel, ...]] = ("current", "shadowed", "log-only")
+
+#: Message-bearing event types, searched by default (spec D8).
+MESSAGE_TYPES: Final = ("user/message", "assistant/message", "tool/call", "tool/result")
+DEFAULT_KINDS: Final = MESSAGE_TYPES
+SCHEMA_VERSION: Final = 1
+
+
+def events_alias(prefix: str) -> str:
+    return f"{prefix}-events"
+
+
+def sessions_alias(prefix: str) -> str:
+    return f"{prefix}-sessions"
+
+
+def watermarks_index(prefix: str) -> str:
+    return f"{prefix}-watermarks"
+
+
+_ANALYSIS: Final[dict[str, Any]] = {
+    "tokenizer": {"sl_words": {"type": "pattern", "pattern": "[^\\p{L}\\p{N}\\p{M}]+"}},
+    "filter": {
+        "sl_fold": {"type": "asciifolding", "preserve_original": False},
+        "sl_trigram": {"type": "ngram", "min_gram": 3, "max_gram": 3},
+    },
+    "analyzer": {
+        "sl_folded": {"type": "custom", "tokenizer": "sl_words", "filter": ["lowercase", "sl_fold"]},
+        "sl_exact": {"type": "custom", "tokenizer": "sl_words", "filter": ["lowercase"]},
+        "sl_trigram": {
+            "type": "custom",
+            "tokenizer": "sl_words",
+            "filter": ["lowercase", "sl_fold", "sl_trigram"],
+        },
+    },
+}
+
+
+def _analysed_text() -> dict[str, Any]:
+    return {
+        "type": "text",
+        "analyzer": "sl_folded",
+        "fields": {
+            "exact": {"type": "text", "analyzer": "sl_exact"},
+            "tri": {"type": "text", "analyzer": "sl_trigram", "index_options": "docs", "norms": False},
+        },
+    }
+
+
+_EVENT_PROPERTIES: Final[dict[str, Any]] = {
+    "schema": {"type": "integer"},
+    "workspace_id": {"type": "keyword"},
+    "session_id": {"type": "keyword"},
+    "seq": {"type": "long"},
+    "type": {"type": "keyword"},
+    "time": {"type": "date"},
+    "turn": {"type": "long"},
+    "role": {"type": "keyword"},
+    "tool_name": {"type": "keyword"},
+    "text": _analysed_text(),
+    "args": _analysed_text(),
+    "has_text": {"type": "boolean"},
+    "text_bytes": {"type": "integer"},
+    "surface_op": {"type": "keyword"},
+    "replace_start": {"type": "long"},
+    "replace_end": {"type": "long"},
+    "sources": {"type": "long"},
+    "surface_state": {"type": "keyword"},
+    "replaced_by": {"type": "long"},
+    "attrs": {"type": "object", "enabled": False},
+    "content_hash": {"type": "keyword"},
+    "partition": {"type": "integer"},
+    "offset": {"type": "long"},
+}
+
+
+def _index_settings(shards: int, replicas: int) -> dict[str, Any]:
+    return {
+        "number_of_shards": shards,
+        "number_of_replicas": replicas,
+        "refresh_interval": "1s",
+        # Tool outputs may be 1 MiB; highlighting must not refuse them.
+        "highlight": {"max_analyzed_offset": 2_000_000},
+        "analysis": _ANALYSIS,
+    }
+
+
+def events_template_body(prefix: str, shards: int = 1, replicas: int = 0) -> dict[str, Any]:
+    """Composable index template applied to every version of the events index."""
+    return {
+        "index_patterns": [f"{events_alias(prefix)}-v*"],
+        "template": {
+            "settings": _index_settings(shards, replicas),
+            "mappings": {
+                "dynamic": "strict",
+                "_routing": {"required": True},
+                "properties": _EVENT_PROPERTIES,
+            },
+        },
+        "priority": 100,
+        "_meta": {"owner": "sessionlog", "schema": SCHEMA_VERSION},
+    }
+
+
+def events_index_body() -> dict[str, Any]:
+    """Body for creating a concrete events index (settings and mappings come from the template)."""
+    return {}
+
+
+_SESSION_PROPERTIES: Final[dict[str, Any]] = {
+    "workspace_id": {"type": "keyword"},
+    "session_id": {"type": "keyword"},
+    "created_at": {"type": "date"},
+    "parent_session_id": {"type": "keyword", "null_value": "__none__"},
+    "seed_length": {"type": "long"},
+    "delegation_depth": {"type": "long"},
+    "origin": {"type": "keyword"},
+    "agent_preset": {"type": "keyword"},
+    "title": {"type": "text", "analyzer": "sl_folded"},
+    "has_header": {"type": "boolean"},
+    "last_seq": {"type": "long"},
+    "entry_count": {"type": "long"},
+    "last_activity": {"type": "date"},
+    "surface_valid": {"type": "boolean"},
+    "violations": {"type": "object", "enabled": False},
+    "seq_gaps": {"type": "long"},
+}
+
+
+def sessions_index_body(shards: int = 1, replicas: int = 0) -> dict[str, Any]:
+    return {
+        "settings": {
+            "number_of_shards": shards,
+            "number_of_replicas": replicas,
+            "refresh_interval": "1s",
+            "analysis": _ANALYSIS,
+        },
+        "mappings": {"dynamic": "strict", "_routing": {"required": True}, "properties": _SESSION_PROPERTIES},
+    }
+
+
+def content_hash(record: EventRecord) -> str:
+    """Stable digest of a record's content: equal records are a replay, different ones a conflict."""
+    return hashlib.blake2b(encode_record(record), digest_size=16).hexdigest()
+
+
+def event_document(
+    record: EventRecord,
+    *,
+    surface_state: SurfaceLabel,
+    partition: int | None = None,
+    offset: int | None = None,
+) -> dict[str, Any]:
+    """Project one event record into its search document (``_id`` = ``session:seq``)."""
+    text = record.text or ""
+    doc: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "workspace_id": record.workspace_id,
+        "session_id": record.session_id,
+        "seq": record.seq,
+        "type": record.type,
+        "time": record.time.isoformat(),
+        "has_text": bool(text.strip()),
+        "text_bytes": len(text.encode("utf-8")),
+        "surface_state": surface_state,
+        "content_hash": content_hash(record),
+    }
+    if record.type == "tool/call":
+        doc["args"] = text
+    else:
+        doc["text"] = text
+    if record.turn is not None:
+        doc["turn"] = record.turn
+    if record.role is not None:
+        doc["role"] = record.role
+    if record.tool_name is not None:
+        doc["tool_name"] = record.tool_name
+    if record.surface is not None:
+        doc["surface_op"] = record.surface.op
+        if isinstance(record.surface, ReplaceOp):
+            doc["replace_start"] = record.surface.start
+            doc["replace_end"] = record.surface.end
+    if record.sources is not None:
+        doc["sources"] = list(record.sources)
+    if record.attrs:
+        doc["attrs"] = dict(record.attrs)
+    if partition is not None:
+        doc["partition"] = partition
+    if offset is not None:
+        doc["offset"] = offset
+    return doc
+
+
+def session_document(header: HeaderRecord) -> dict[str, Any]:
+    """Fields of the session document that come from its header."""
+    doc: dict[str, Any] = {
+        "workspace_id": header.workspace_id,
+        "session_id": header.session_id,
+        "created_at": header.created_at.isoformat(),
+        "delegation_depth": header.delegation_depth,
+        "has_header": True,
+        "parent_session_id": header.parent_session_id,
+    }
+    for name in ("seed_length", "origin", "agent_preset", "title"):
+        value = getattr(header, name)
+        if value is not None:
+            doc[name] = value
+    return doc

@@ -1,0 +1,23 @@
+"""Errors of the indexer. Whether an error is worth retrying is a property of its class."""
+
+from __future__ import annotations
+
+__all__ = ["IndexerError", "SourceUnavailable", "ViewUnavailable"]
+
+
+class IndexerError(Exception):
+    """Base class of every error the indexer raises."""
+
+    retriable: bool = False
+
+
+class ViewUnavailable(IndexerError):
+    """OpenSearch is unreachable or keeps failing retriably; the batch will be retried later."""
+
+    retriable = True
+
+
+class SourceUnavailable(IndexerError):
+    """Kafka is unreachable."""
+
+    retriable = True

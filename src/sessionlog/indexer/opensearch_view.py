@@ -1,0 +1,278 @@
+"""The OpenSearch projection (write side): schema, routed bulk writes with per-item retries."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ConnectionError as OSConnectionError
+from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
+
+from sessionlog.indexer.document import (
+    events_alias,
+    events_template_body,
+    sessions_alias,
+    sessions_index_body,
+)
+from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
+from sessionlog.indexer.projector import Action, SessionProjection
+from sessionlog.indexer.settings import OpenSearchSettings
+from sessionlog.ingest.wire import EventRecord, HeaderRecord
+
+__all__ = ["ItemResult", "OpenSearchView", "is_retriable_status", "make_client"]
+
+RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def is_retriable_status(status: int) -> bool:
+    return status in RETRIABLE_STATUS or status >= 500
+
+
+def make_client(settings: OpenSearchSettings) -> OpenSearch:
+    return OpenSearch(**settings.client_kwargs())
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """The outcome of one bulk action: ``status`` is the HTTP status of the item."""
+
+    action: Action
+    status: int
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status < 300
+
+    @property
+    def exists(self) -> bool:
+        return self.status == 409 and self.action.op == "create"
+
+
+def _backoff(attempt: int, base: float = 0.2, cap: float = 10.0) -> float:
+    """Capped exponential backoff with full jitter."""
+    return random.uniform(0, min(cap, base * 2**attempt))
+
+
+class OpenSearchView:
+    """Owns the indices of one ``index_prefix``: events (alias over versions) and sessions."""
+
+    def __init__(
+        self,
+        settings: OpenSearchSettings | None = None,
+        *,
+        hosts: str | None = None,
+        index_prefix: str | None = None,
+        client: OpenSearch | None = None,
+        retry_budget: int = 8,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        overrides: dict[str, Any] = {}
+        if hosts:
+            overrides["url"] = hosts
+        if index_prefix:
+            overrides["index_prefix"] = index_prefix
+        self.settings = (settings or OpenSearchSettings()).model_copy(update=overrides)
+        self.client = client or make_client(self.settings)
+        self.prefix = self.settings.index_prefix
+        self.events = events_alias(self.prefix)
+        self.sessions = sessions_alias(self.prefix)
+        self.retry_budget = retry_budget
+        self._sleep = sleep
+
+    # -- schema ---------------------------------------------------------------------------------
+    def ensure_schema(self) -> None:
+        """Create the template, the first events index version, the sessions index and aliases."""
+        try:
+            self.client.indices.put_index_template(
+                name=f"{self.events}-template",
+                body=events_template_body(self.prefix, self.settings.shards, self.settings.replicas),
+            )
+            if not self.client.indices.exists_alias(name=self.events):
+                self._create_index(f"{self.events}-v1", {"aliases": {self.events: {}}})
+            if not self.client.indices.exists_alias(name=self.sessions):
+                body = sessions_index_body(self.settings.shards, self.settings.replicas)
+                body["aliases"] = {self.sessions: {}}
+                self._create_index(f"{self.sessions}-v1", body)
+        except (OSConnectionError, ConnectionTimeout) as err:
+            raise ViewUnavailable(f"OpenSearch unreachable at {self.settings.url}: {err}") from err
+
+    def _create_index(self, name: str, body: dict[str, Any]) -> None:
+        try:
+            self.client.indices.create(index=name, body=body)
+        except TransportError as err:
+            if "resource_already_exists_exception" not in str(err):
+                raise
+
+    def drop(self) -> None:
+        """Delete every index and template of this prefix (tests and ``forget --all`` only)."""
+        self.client.indices.delete(index=f"{self.events}-v*,{self.sessions}-v*", ignore_unavailable=True)
+        try:
+            self.client.indices.delete_index_template(name=f"{self.events}-template")
+        except NotFoundError:
+            pass
+
+    def refresh(self) -> None:
+        try:
+            self.client.indices.refresh(index=f"{self.events},{self.sessions}")
+        except (OSConnectionError, ConnectionTimeout) as err:
+            raise ViewUnavailable(f"OpenSearch unreachable: {err}") from err
+
+    # -- bulk -----------------------------------------------------------------------------------
+    def _index_of(self, action: Action) -> str:
+        return self.events if action.target == "events" else self.sessions
+
+    def _bulk_once(self, actions: Sequence[Action]) -> list[ItemResult]:
+        lines: list[dict[str, Any]] = []
+        for action in actions:
+            meta = {"_index": self._index_of(action), "_id": action.doc_id, "routing": action.routing}
+            lines.append({action.op: meta})
+            lines.append(action.body)
+        response = self.client.bulk(body=lines)
+        results = []
+        for action, item in zip(actions, response["items"], strict=True):
+            (info,) = item.values()
+            error = info.get("error")
+            reason = None
+            if error:
+                reason = f"{error.get('type')}: {error.get('reason')}"
+            results.append(ItemResult(action, int(info.get("status", 500)), reason))
+        return results
+
+    def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:
+        """Send actions; re-send only the items that failed retriably, with capped jittered backoff.
+
+        Raises :class:`ViewUnavailable` when OpenSearch cannot be reached or items keep failing
+        retriably past the budget; the caller then retries the whole batch later (writes are
+        idempotent). Non-retriable item failures are returned for dead-lettering.
+        """
+        final: dict[int, ItemResult] = {}
+        pending = list(enumerate(actions))
+        attempt = 0
+        while pending:
+            try:
+                results = self._bulk_once([a for _, a in pending])
+            except (OSConnectionError, ConnectionTimeout) as err:
+                if attempt >= self.retry_budget:
+                    raise ViewUnavailable(f"OpenSearch unreachable at {self.settings.url}: {err}") from err
+                results = None
+            except TransportError as err:
+                status = err.status_code if isinstance(err.status_code, int) else 500
+                if not is_retriable_status(status) or attempt >= self.retry_budget:
+                    raise ViewUnavailable(f"bulk request failed ({status}): {err}") from err
+                results = None
+            if results is not None:
+                retry = []
+                for (index, action), result in zip(pending, results, strict=True):
+                    if not result.ok and not result.exists and is_retriable_status(result.status):
+                        retry.append((index, action))
+                    else:
+                        final[index] = result
+                if retry and attempt >= self.retry_budget:
+                    raise ViewUnavailable(f"{len(retry)} bulk items still failing after {attempt} retries")
+                pending = retry
+            if pending:
+                self._sleep(_backoff(attempt))
+                attempt += 1
+        return [final[i] for i in range(len(actions))]
+
+    def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
+        """Content hashes of existing event documents (realtime get, routed)."""
+        docs = [{"_id": a.doc_id, "routing": a.routing} for a in actions]
+        if not docs:
+            return {}
+        response = self.client.mget(index=self.events, body={"docs": docs}, _source_includes="content_hash")
+        out: dict[str, str | None] = {}
+        for doc in response["docs"]:
+            out[doc["_id"]] = (doc.get("_source") or {}).get("content_hash") if doc.get("found") else None
+        return out
+
+    def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.client.get(index=self.events, id=doc_id, routing=routing)["_source"])
+        except NotFoundError:
+            return None
+
+    # -- restoring projection state --------------------------------------------------------------
+    def restore_session(self, session_id: str) -> SessionProjection:
+        """Rebuild a session's projection state from the index (after an assignment or restart)."""
+        try:
+            doc = self.client.get(index=self.sessions, id=session_id, routing=session_id)["_source"]
+        except NotFoundError:
+            doc = None
+        events: list[FoldEvent] = []
+        if doc and int(doc.get("last_seq", -1)) >= 0:
+            events = list(self._fold_events(session_id))
+        return SessionProjection.restore(session_id, doc, events)
+
+    def _fold_events(self, session_id: str) -> Iterable[FoldEvent]:
+        fields = [
+            "seq", "type", "surface_op", "replace_start", "replace_end", "sources", "tool_name", "role", "attrs",
+        ]
+        search_after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {
+                "size": 5000,
+                "query": {"term": {"session_id": session_id}},
+                "sort": [{"seq": "asc"}],
+                "_source": fields,
+            }
+            if search_after:
+                body["search_after"] = search_after
+            hits = self.client.search(index=self.events, routing=session_id, body=body)["hits"]["hits"]
+            for hit in hits:
+                yield _fold_event_from_source(hit["_source"])
+            if len(hits) < 5000:
+                return
+            search_after = hits[-1]["sort"]
+
+    # -- convenience for benchmarks and tools ----------------------------------------------------
+    def write_records(self, records: Iterable[HeaderRecord | EventRecord]) -> int:
+        """Project and write records directly (no Kafka): for bulk loads into a fresh prefix."""
+        states: dict[str, SessionProjection] = {}
+        actions: list[Action] = []
+        for record in records:
+            state = states.setdefault(record.session_id, SessionProjection(record.session_id))
+            if isinstance(record, HeaderRecord):
+                state.apply_header(record)
+            else:
+                outcome = state.apply_event(record, None, None)
+                actions.append(outcome.create)
+                actions.extend(outcome.updates)
+        actions.extend(state.session_action() for state in states.values())
+        written = 0
+        for start in range(0, len(actions), 2000):
+            results = self.bulk(actions[start : start + 2000])
+            written += sum(1 for r in results if r.ok)
+        return written
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _fold_event_from_source(source: dict[str, Any]) -> FoldEvent:
+    op = source.get("surface_op")
+    surface: Any
+    if op == "append":
+        surface = "append"
+    elif op == "replace":
+        surface = (int(source["replace_start"]), int(source["replace_end"]))
+    else:
+        surface = None
+    sources = source.get("sources")
+    content_key = None
+    if source["type"] == "tool/result":
+        call_id = (source.get("attrs") or {}).get(CALL_ID_ATTR)
+        content_key = repr((source.get("tool_name"), source.get("role"), call_id))
+    return FoldEvent(
+        int(source["seq"]),
+        source["type"],
+        surface,
+        None if sources is None else tuple(int(s) for s in sources),
+        content_key,
+    )

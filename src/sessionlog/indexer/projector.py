@@ -1,0 +1,169 @@
+"""Per-session projection state: turns validated records into index actions. Pure (no I/O).
+
+The worker owning a partition is the only writer of its sessions, so it can keep each session's
+fold and counters in memory; :class:`SessionProjection` is that state, loaded from the index when a
+session is first seen after an assignment and advanced record by record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from sessionlog.indexer.document import content_hash, event_document, session_document
+from sessionlog.indexer.fold import FoldEvent, SurfaceState, Violation
+from sessionlog.ingest.wire import EventRecord, HeaderRecord
+
+__all__ = ["Action", "EventOutcome", "SessionProjection"]
+
+MAX_RECORDED_VIOLATIONS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One bulk action against the projection (``create`` of a new event, ``update`` of an old one,
+    ``index`` of a session document)."""
+
+    op: Literal["create", "index", "update"]
+    target: Literal["events", "sessions"]
+    doc_id: str
+    routing: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EventOutcome:
+    """What applying one event produced: its document action and updates to earlier documents."""
+
+    create: Action
+    updates: tuple[Action, ...]
+    replay: bool
+    violations: tuple[Violation, ...]
+
+
+@dataclass
+class SessionProjection:
+    """Everything the indexer tracks about one session between records."""
+
+    session_id: str
+    workspace_id: str | None = None
+    header: dict[str, Any] | None = None
+    header_hash: str | None = None
+    fold: SurfaceState = field(default_factory=SurfaceState)
+    last_activity: str | None = None
+    seq_gaps: int = 0
+    dirty: bool = False
+
+    @property
+    def next_seq(self) -> int:
+        last = self.fold.last_seq
+        return 0 if last is None else last + 1
+
+    def apply_header(self, header: HeaderRecord) -> Literal["new", "same", "conflict"]:
+        doc = session_document(header)
+        digest = repr(sorted((k, v) for k, v in doc.items()))
+        if self.header_hash is None:
+            self.header, self.header_hash = doc, digest
+            self.workspace_id = self.workspace_id or header.workspace_id
+            self.dirty = True
+            return "new"
+        return "same" if digest == self.header_hash else "conflict"
+
+    def apply_event(self, record: EventRecord, partition: int | None, offset: int | None) -> EventOutcome:
+        """Fold one event. A seq at or below the last folded one is a replay: its document is re-sent
+        as a ``create`` so the store can tell an identical replay from a conflicting one."""
+        if self.workspace_id is None:
+            self.workspace_id = record.workspace_id
+        if record.seq < self.next_seq:
+            state = self.fold.result().classification.get(record.seq, "log-only")
+            doc = event_document(record, surface_state=state, partition=partition, offset=offset)
+            return EventOutcome(self._create(record, doc), (), True, ())
+        if record.seq > self.next_seq:
+            self.seq_gaps += record.seq - self.next_seq
+        step = self.fold.apply(FoldEvent.from_record(record))
+        doc = event_document(record, surface_state=step.classification, partition=partition, offset=offset)
+        updates = tuple(
+            Action(
+                "update",
+                "events",
+                f"{self.session_id}:{seq}",
+                self.session_id,
+                {"doc": {"surface_state": "shadowed", "replaced_by": record.seq}},
+            )
+            for seq in step.shadowed
+        )
+        self.last_activity = max(self.last_activity or "", record.time.isoformat())
+        self.dirty = True
+        return EventOutcome(self._create(record, doc), updates, False, step.violations)
+
+    def _create(self, record: EventRecord, doc: dict[str, Any]) -> Action:
+        return Action("create", "events", record.doc_id, self.session_id, doc)
+
+    def session_action(self) -> Action:
+        """The full session document, rewritten after every batch that changed the session."""
+        body: dict[str, Any] = {
+            "session_id": self.session_id,
+            "workspace_id": self.workspace_id,
+            "has_header": False,
+            "parent_session_id": None,
+        }
+        if self.header:
+            body.update(self.header)
+        last = self.fold.last_seq
+        violations = self.fold.violations
+        body.update(
+            {
+                "last_seq": last if last is not None else -1,
+                "entry_count": 0 if last is None else last + 1 - self.seq_gaps,
+                "last_activity": self.last_activity,
+                "surface_valid": not violations,
+                "violations": [
+                    {"seq": v.seq, "code": v.code, "message": v.message}
+                    for v in violations[:MAX_RECORDED_VIOLATIONS]
+                ],
+                "seq_gaps": self.seq_gaps,
+            }
+        )
+        return Action("index", "sessions", self.session_id, self.session_id, body)
+
+    @classmethod
+    def restore(
+        cls, session_id: str, session_doc: dict[str, Any] | None, events: list[FoldEvent]
+    ) -> SessionProjection:
+        """Rebuild the state of a session from its indexed documents (events in seq order)."""
+        state = cls(session_id=session_id)
+        if session_doc:
+            state.workspace_id = session_doc.get("workspace_id")
+            state.last_activity = session_doc.get("last_activity")
+            state.seq_gaps = int(session_doc.get("seq_gaps") or 0)
+            if session_doc.get("has_header"):
+                header = {
+                    k: session_doc.get(k)
+                    for k in (
+                        "workspace_id",
+                        "session_id",
+                        "created_at",
+                        "delegation_depth",
+                        "has_header",
+                        "parent_session_id",
+                        "seed_length",
+                        "origin",
+                        "agent_preset",
+                        "title",
+                    )
+                    if k in session_doc
+                }
+                state.header = header
+                state.header_hash = repr(sorted(header.items()))
+        for event in events:
+            state.fold.apply(event)
+        return state
+
+
+def event_hash(record: EventRecord) -> str:
+    return content_hash(record)
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat()

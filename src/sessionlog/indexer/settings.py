@@ -1,0 +1,71 @@
+"""Settings of the indexer and of the OpenSearch projection it writes (the query side reads them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["IndexerSettings", "OpenSearchSettings"]
+
+
+class OpenSearchSettings(BaseSettings):
+    """OpenSearch connection and index naming (env prefix ``SESSIONLOG_OPENSEARCH_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SESSIONLOG_OPENSEARCH_", env_file=".env", extra="ignore")
+
+    url: str = Field("http://127.0.0.1:9200", description="Comma-separated OpenSearch URLs.")
+    username: str | None = Field(None, description="Basic-auth user.")
+    password: SecretStr | None = Field(None, description="Basic-auth password (never printed).")
+    verify_certs: bool = Field(True, description="Verify TLS certificates.")
+    ca_certs: Path | None = Field(None, description="CA bundle for TLS.")
+    index_prefix: str = Field("sessionlog", pattern=r"^[a-z0-9][a-z0-9_.-]{0,60}$")
+    shards: int = Field(1, ge=1, description="Primary shards of a new events index.")
+    replicas: int = Field(0, ge=0, description="Replicas of new indices (0 on a single node).")
+    timeout_s: float = Field(10.0, gt=0, description="Per-request timeout.")
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        for url in value.split(","):
+            url = url.strip()
+            if not (url.startswith("http://") or url.startswith("https://")) or len(url) < 10:
+                raise ValueError(f"expected http(s)://host:port, got {url!r}")
+        return value
+
+    @field_validator("ca_certs")
+    @classmethod
+    def _check_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"file not found: {value}")
+        return value
+
+    def client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "hosts": [u.strip() for u in self.url.split(",")],
+            "timeout": self.timeout_s,
+            "max_retries": 0,
+            "retry_on_timeout": False,
+            "http_compress": True,
+            "verify_certs": self.verify_certs,
+        }
+        if self.ca_certs:
+            kwargs["ca_certs"] = str(self.ca_certs)
+        if self.username:
+            secret = self.password.get_secret_value() if self.password else ""
+            kwargs["http_auth"] = (self.username, secret)
+        return kwargs
+
+
+class IndexerSettings(BaseSettings):
+    """Worker behaviour (env prefix ``SESSIONLOG_INDEXER_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SESSIONLOG_INDEXER_", env_file=".env", extra="ignore")
+
+    group_id: str = Field("sessionlog-indexer", description="Kafka consumer group of the workers.")
+    batch_max: int = Field(2000, ge=1, le=100_000, description="Records per poll/bulk batch.")
+    poll_timeout_ms: int = Field(500, ge=10, description="How long one poll waits for records.")
+    retry_budget: int = Field(8, ge=0, description="Retries of a retriable bulk item before dead-lettering.")
+    metrics_port: int | None = Field(None, ge=0, le=65535, description="Port for /metrics and health.")

@@ -1,0 +1,48 @@
+"""Create the session topic and its dead-letter topic when they are missing."""
+
+from __future__ import annotations
+
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from sessionlog.ingest.errors import LogUnavailable
+from sessionlog.ingest.settings import KafkaSettings
+from sessionlog.ingest.wire import MAX_RECORD_BYTES
+
+__all__ = ["dlq_topic", "ensure_topics"]
+
+
+def dlq_topic(topic: str) -> str:
+    return f"{topic}.dlq"
+
+
+def ensure_topics(settings: KafkaSettings) -> None:
+    """Create ``topic`` and ``topic.dlq`` with sessionlog's settings; existing topics are left alone."""
+    try:
+        admin = KafkaAdminClient(**settings.client_config())
+    except KafkaError as err:
+        raise LogUnavailable(f"cannot reach Kafka at {settings.bootstrap_servers}: {err}") from err
+    try:
+        existing = set(admin.list_topics())
+        wanted = {
+            settings.topic: settings.partitions,
+            dlq_topic(settings.topic): 1,
+        }
+        missing = {
+            name: {
+                "num_partitions": parts,
+                "replication_factor": -1,
+                "configs": {"max.message.bytes": str(MAX_RECORD_BYTES + 1024 * 1024)},
+            }
+            for name, parts in wanted.items()
+            if name not in existing
+        }
+        if missing:
+            try:
+                admin.create_topics(missing, wait_for_metadata=True)
+            except TopicAlreadyExistsError:
+                pass
+    except KafkaError as err:
+        raise LogUnavailable(f"cannot create topics on {settings.bootstrap_servers}: {err}") from err
+    finally:
+        admin.close()

@@ -1,0 +1,227 @@
+"""Wire format v1: the Kafka record every agent writes, in any language.
+
+The key is the session id (UTF-8) so that a session's records stay in order on one partition.
+The value is one JSON object; ``kind`` tells a session header from an event. This module is pure:
+it validates and encodes, it never touches the network.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Final, Literal
+
+import orjson
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from sessionlog.ingest.errors import RecordRejected
+
+__all__ = [
+    "KNOWN_EVENT_TYPES",
+    "MAX_ATTRS",
+    "MAX_RECORD_BYTES",
+    "MAX_TEXT_BYTES",
+    "SURFACE_TYPES",
+    "WIRE_VERSION",
+    "AppendOp",
+    "EventRecord",
+    "HeaderRecord",
+    "Record",
+    "ReplaceOp",
+    "decode_record",
+    "encode_key",
+    "encode_record",
+    "parse_record",
+]
+
+WIRE_VERSION: Final = 1
+MAX_TEXT_BYTES: Final = 1024 * 1024
+#: Keep below the broker's ``message.max.bytes`` (the local stack sets 4 MiB).
+MAX_RECORD_BYTES: Final = 3 * 1024 * 1024
+MAX_ATTRS: Final = 32
+
+SURFACE_TYPES: Final = frozenset({"user/message", "assistant/message", "tool/result"})
+KNOWN_EVENT_TYPES: Final = frozenset(
+    {
+        "user/message",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "turn/start",
+        "turn/end",
+        "step/start",
+        "step/end",
+        "compaction/summary",
+        "goal/set",
+        "tool/disable",
+        "model/change",
+    }
+)
+
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
+EventType = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}$")]
+ShortText = Annotated[str, StringConstraints(max_length=512)]
+AttrKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
+AttrValue = Annotated[str, StringConstraints(max_length=1024)] | int | float | bool | None
+
+
+def _parse_time(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be an RFC 3339 timestamp with a UTC offset") from None
+    return value
+
+
+Time = Annotated[AwareDatetime, BeforeValidator(_parse_time)]
+
+
+def _no_nul_and_bounded(text: str) -> str:
+    if len(text.encode("utf-8", errors="strict")) > MAX_TEXT_BYTES:
+        raise ValueError(f"text is longer than {MAX_TEXT_BYTES} UTF-8 bytes")
+    return text
+
+
+BoundedText = Annotated[str, AfterValidator(_no_nul_and_bounded)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class AppendOp(_Strict):
+    """Join the tail of the model-visible surface."""
+
+    op: Literal["append"]
+
+
+class ReplaceOp(_Strict):
+    """Replace the current surface nodes ``start``..``end`` (inclusive) with this event."""
+
+    op: Literal["replace"]
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+SurfaceOp = Annotated[AppendOp | ReplaceOp, Field(discriminator="op")]
+
+
+class HeaderRecord(_Strict):
+    """Session header: immutable facts about a session, written once before or with its events."""
+
+    v: Literal[1]
+    kind: Literal["header"]
+    workspace_id: Id
+    session_id: Id
+    created_at: Time
+    parent_session_id: Id | None = None
+    seed_length: int | None = Field(default=None, ge=0)
+    delegation_depth: int = Field(default=0, ge=0)
+    origin: ShortText | None = None
+    agent_preset: ShortText | None = None
+    title: ShortText | None = None
+
+
+class EventRecord(_Strict):
+    """One event of a session's raw log; ``seq`` is zero-based and contiguous per session."""
+
+    v: Literal[1]
+    kind: Literal["event"]
+    workspace_id: Id
+    session_id: Id
+    seq: int = Field(ge=0, lt=2**53)
+    type: EventType
+    time: Time
+    turn: int | None = Field(default=None, ge=0, lt=2**53)
+    role: Literal["system", "user", "assistant", "tool"] | None = None
+    text: BoundedText | None = None
+    tool_name: ShortText | None = None
+    surface: SurfaceOp | None = None
+    sources: list[Annotated[int, Field(ge=0, lt=2**53)]] | None = Field(default=None, max_length=10_000)
+    attrs: dict[AttrKey, AttrValue] | None = Field(default=None, max_length=MAX_ATTRS)
+
+    @model_validator(mode="after")
+    def _surface_matches_type(self) -> EventRecord:
+        if self.type in SURFACE_TYPES and self.surface is None:
+            raise ValueError(f"surface: required on {self.type} events")
+        if self.type not in SURFACE_TYPES and self.surface is not None:
+            raise ValueError(f"surface: not allowed on {self.type} (only on {', '.join(sorted(SURFACE_TYPES))})")
+        return self
+
+    @property
+    def doc_id(self) -> str:
+        return f"{self.session_id}:{self.seq}"
+
+
+Record = Annotated[HeaderRecord | EventRecord, Field(discriminator="kind")]
+_RECORD: Final[TypeAdapter[HeaderRecord | EventRecord]] = TypeAdapter(Record)
+
+
+def _describe(err: ValidationError) -> str:
+    parts = []
+    for item in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in item["loc"] if not str(p).startswith("function-after"))
+        loc = loc.removeprefix("event.").removeprefix("header.").removeprefix("event").removeprefix("header")
+        parts.append(f"{loc or 'record'}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def parse_record(data: Any) -> HeaderRecord | EventRecord:
+    """Validate a decoded JSON value; raise :class:`RecordRejected` naming the failing field."""
+    if not isinstance(data, dict):
+        raise RecordRejected("record", f"value must be a JSON object, got {type(data).__name__}")
+    version = data.get("v")
+    if version != WIRE_VERSION:
+        raise RecordRejected("v", f"unsupported wire version {version!r} (this build reads v{WIRE_VERSION})")
+    kind = data.get("kind")
+    if kind not in ("header", "event"):
+        raise RecordRejected("kind", f"must be 'header' or 'event', got {kind!r}")
+    try:
+        return _RECORD.validate_python(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in first["loc"][1:] if not str(p).startswith("function"))
+        if not field:
+            # A cross-field rule of the model: its message starts with the field it is about.
+            found = re.search(r"error, ([a-z_]+): (.*)", first["msg"])
+            if found:
+                return _raise(found.group(1), found.group(2))
+            field = "record"
+        raise RecordRejected(field, _describe(err)) from None
+
+
+def _raise(field: str, reason: str) -> HeaderRecord | EventRecord:
+    raise RecordRejected(field, reason)
+
+
+def decode_record(value: bytes) -> HeaderRecord | EventRecord:
+    """Decode raw record bytes; raise :class:`RecordRejected` for anything that is not a valid v1 record."""
+    if len(value) > MAX_RECORD_BYTES:
+        raise RecordRejected("record", f"record is {len(value)} bytes, over the {MAX_RECORD_BYTES} byte cap")
+    try:
+        data = orjson.loads(value)
+    except orjson.JSONDecodeError as err:
+        raise RecordRejected("record", f"not valid UTF-8 JSON: {err}") from None
+    return parse_record(data)
+
+
+def encode_record(record: HeaderRecord | EventRecord) -> bytes:
+    """Serialise a record to its canonical JSON bytes (absent optional fields are omitted)."""
+    payload = record.model_dump(mode="json", exclude_none=True)
+    return orjson.dumps(payload)
+
+
+def encode_key(record: HeaderRecord | EventRecord) -> bytes:
+    return record.session_id.encode("utf-8")

@@ -1,0 +1,27 @@
+"""One pooled OpenSearch client per endpoint and credentials, shared by every provider in a process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from opensearchpy import OpenSearch
+
+from sessionlog.indexer.settings import OpenSearchSettings
+
+__all__ = ["shared_client"]
+
+_lock = threading.Lock()
+_clients: dict[tuple[int, str, str | None], OpenSearch] = {}
+
+
+def shared_client(settings: OpenSearchSettings) -> OpenSearch:
+    """The process's client for these settings; a forked child gets its own (keyed by pid)."""
+    secret = settings.password.get_secret_value() if settings.password else None
+    key = (os.getpid(), settings.url, f"{settings.username}:{secret}" if settings.username else None)
+    with _lock:
+        client = _clients.get(key)
+        if client is None:
+            client = OpenSearch(**settings.client_kwargs())
+            _clients[key] = client
+        return client

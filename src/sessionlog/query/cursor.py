@@ -1,0 +1,41 @@
+"""Opaque, signed pagination cursors bound to one request shape and one corpus generation. Pure."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from typing import Any
+
+import orjson
+
+from sessionlog.query.errors import SessionQueryError
+
+__all__ = ["decode_cursor", "encode_cursor", "request_fingerprint"]
+
+
+def request_fingerprint(*parts: object) -> str:
+    return hashlib.blake2b(orjson.dumps([str(p) for p in parts]), digest_size=12).hexdigest()
+
+
+def encode_cursor(key: bytes, fingerprint: str, generation: int, after: list[Any], partial: bool) -> str:
+    payload = orjson.dumps({"f": fingerprint, "g": generation, "a": after, "p": partial})
+    mac = hmac.new(key, payload, hashlib.sha256).digest()[:16]
+    return base64.urlsafe_b64encode(mac + payload).decode("ascii").rstrip("=")
+
+
+def decode_cursor(key: bytes, cursor: str, fingerprint: str, generation: int) -> tuple[list[Any], bool]:
+    """Return ``(search_after, partial)``; INVALID_CURSOR if tampered or for another request,
+    STALE_CURSOR if the scope's corpus changed since the cursor was issued."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        mac, payload = raw[:16], raw[16:]
+        valid = hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest()[:16])
+        data = orjson.loads(payload) if valid else None
+    except (ValueError, orjson.JSONDecodeError):
+        data = None
+    if not isinstance(data, dict) or data.get("f") != fingerprint or not isinstance(data.get("a"), list):
+        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+    if data.get("g") != generation:
+        raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "the searched corpus changed; search again")
+    return list(data["a"]), bool(data.get("p"))

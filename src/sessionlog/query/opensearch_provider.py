@@ -1,0 +1,258 @@
+"""The OpenSearch-backed :class:`SessionQuery` provider, pinned to a :class:`Scope`."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+from datetime import datetime
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ConnectionError as OSConnectionError
+from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
+
+from sessionlog.indexer.document import DEFAULT_KINDS, events_alias, sessions_alias
+from sessionlog.indexer.settings import OpenSearchSettings
+from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.query.builder import QueryPlan, browse_body, count_body, search_body
+from sessionlog.query.clients import shared_client
+from sessionlog.query.contract import (
+    DEFAULT_EXCERPT_BYTES,
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    SessionMatch,
+    SessionQueryRequest,
+    SessionQueryResult,
+)
+from sessionlog.query.cursor import decode_cursor, encode_cursor, request_fingerprint
+from sessionlog.query.errors import SessionQueryError
+from sessionlog.query.excerpt import excerpt
+from sessionlog.query.scope import Scope
+
+__all__ = ["MAX_QUERY_WORDS", "OpenSearchProvider"]
+
+MAX_QUERY_WORDS = 32
+MAX_WORD_CHARS = 64
+_KIND = re.compile(r"^[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}$")
+_HIGHLIGHT = re.compile("\ue000(.*?)\ue001", re.S)
+
+
+class OpenSearchProvider:
+    """Scoped, typo- and accent-tolerant search over the OpenSearch projection.
+
+    Cheap to construct (the HTTP client is shared per endpoint and created lazily), thread-safe,
+    and ``close()`` is idempotent. Every request carries the scope as a server-side filter.
+    """
+
+    def __init__(
+        self,
+        scope: Scope,
+        settings: OpenSearchSettings | None = None,
+        *,
+        hosts: str | None = None,
+        index_prefix: str | None = None,
+        client: OpenSearch | None = None,
+        default_limit: int = DEFAULT_LIMIT,
+        max_limit: int = MAX_LIMIT,
+        request_timeout_s: float = 5.0,
+        cursor_key: bytes | None = None,
+    ) -> None:
+        if not isinstance(scope, Scope):
+            raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "a provider needs a Scope")
+        if not (1 <= default_limit <= max_limit) or max_limit > 10_000:
+            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "need 1 <= default_limit <= max_limit <= 10000")
+        if request_timeout_s <= 0:
+            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "request_timeout_s must be positive")
+        overrides: dict[str, Any] = {}
+        if hosts:
+            overrides["url"] = hosts
+        if index_prefix:
+            overrides["index_prefix"] = index_prefix
+        try:
+            self.settings = (settings or OpenSearchSettings()).model_copy(update=overrides)
+        except ValueError as err:
+            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", str(err)) from None
+        self.scope = scope
+        self.default_limit = default_limit
+        self.max_limit = max_limit
+        self.request_timeout_s = request_timeout_s
+        self._client = client
+        self._key = cursor_key or secrets.token_bytes(32)
+        self._closed = False
+        self._lock = threading.Lock()
+        self.events_index = events_alias(self.settings.index_prefix)
+        self.sessions_index = sessions_alias(self.settings.index_prefix)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def client(self) -> OpenSearch:
+        if self._closed:
+            raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the provider was closed")
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = shared_client(self.settings)
+        return self._client
+
+    def close(self) -> None:
+        """Stop accepting requests. The shared HTTP pool stays open for other providers."""
+        self._closed = True
+
+    def __enter__(self) -> OpenSearchProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- validation -----------------------------------------------------------------------------
+    def _plan(self, request: SessionQueryRequest) -> tuple[QueryPlan, str | None]:
+        if self._closed:
+            raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the provider was closed")
+        if not isinstance(request, SessionQueryRequest):
+            raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "expected a SessionQueryRequest")
+        session_id = request.session_id
+        if session_id is not None:
+            if not session_id.strip():
+                raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "session_id must not be empty or blank")
+            if self.scope.admits_session_id(session_id) is False or not re.fullmatch(
+                r"[A-Za-z0-9._:-]{1,128}", session_id
+            ):
+                raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
+        query = request.query
+        if not isinstance(query, str) or "\x00" in query:
+            raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "query must be text without NUL characters")
+        if not isinstance(request.limit, int) or not 1 <= request.limit <= self.max_limit:
+            raise SessionQueryError(
+                "SESSION_QUERY_INVALID_LIMIT", f"limit must be an integer in [1, {self.max_limit}]"
+            )
+        for kind in request.kinds:
+            if not _KIND.match(kind):
+                raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f"unknown kind {kind!r}")
+        raw_words: dict[str, str] = {}
+        for found in WORD_RE.finditer(query):
+            raw = found.group().lower()[:MAX_WORD_CHARS]
+            raw_words.setdefault(fold(raw), raw)
+        if len(raw_words) > MAX_QUERY_WORDS:
+            raise SessionQueryError(
+                "SESSION_QUERY_INVALID_QUERY", f"query has {len(raw_words)} words; at most {MAX_QUERY_WORDS}"
+            )
+        filters: list[dict[str, Any]] = [self.scope.filter()]
+        if session_id is not None:
+            filters.append({"term": {"session_id": session_id}})
+        kinds = tuple(request.kinds) or DEFAULT_KINDS
+        plan = QueryPlan(
+            filters=tuple(filters),
+            kinds=kinds,
+            raw_words=tuple(raw_words.values()),
+            words=tuple(raw_words),
+            phrase=" ".join(raw_words.values()),
+            default_kinds=not request.kinds,
+        )
+        return plan, session_id
+
+    # -- search ---------------------------------------------------------------------------------
+    def search(self, request: SessionQueryRequest) -> SessionQueryResult:
+        """Run one search; raises :class:`SessionQueryError` and nothing else."""
+        plan, session_id = self._plan(request)
+        budget = request.excerpt_bytes if request.excerpt_bytes > 0 else DEFAULT_EXCERPT_BYTES
+        budget = max(32, min(budget, 64 * 1024))
+        routing = self._routing(session_id)
+        fingerprint = request_fingerprint(
+            self.scope.fingerprint(), session_id, plan.words, plan.kinds, request.limit, budget
+        )
+        searched, generation, exists = self._count(plan, routing, session_id)
+        if session_id is not None and not exists and self.scope.kind == "workspaces":
+            raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
+        after: list[Any] | None = None
+        partial = False
+        if request.cursor is not None:
+            after, partial = decode_cursor(self._key, request.cursor, fingerprint, generation)
+        single = session_id is not None or (self.scope.kind == "sessions" and len(self.scope.ids) == 1)
+        size = request.limit + 1
+        if plan.browse:
+            hits = self._search(browse_body(plan, size=size, single_session=single, search_after=after), routing)
+        else:
+            hits = self._search(search_body(plan, size=size, partial=partial, search_after=after), routing)
+            if not hits and after is None and len(plan.words) > 1:
+                partial = True
+                hits = self._search(search_body(plan, size=size, partial=True), routing)
+        more = len(hits) > request.limit
+        hits = hits[: request.limit]
+        matches = tuple(self._match(hit, plan, budget) for hit in hits)
+        next_cursor = None
+        if more and hits:
+            next_cursor = encode_cursor(self._key, fingerprint, generation, list(hits[-1]["sort"]), partial)
+        return SessionQueryResult(
+            matches=matches, searched=searched, next_cursor=next_cursor, partial=partial and bool(matches)
+        )
+
+    def _routing(self, session_id: str | None) -> str | None:
+        return session_id if session_id is not None else self.scope.routing()
+
+    def _call(self, fn: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(**kwargs, request_timeout=self.request_timeout_s)
+        except NotFoundError as err:
+            raise SessionQueryError(
+                "SESSION_QUERY_INDEX_FAILED", f"index missing ({err.error}); has the indexer run?"
+            ) from None
+        except (OSConnectionError, ConnectionTimeout) as err:
+            raise SessionQueryError(
+                "SESSION_QUERY_INDEX_FAILED", f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}"
+            ) from None
+        except TransportError as err:
+            raise SessionQueryError(
+                "SESSION_QUERY_INDEX_FAILED", f"OpenSearch failed ({err.status_code}): {err.error}"
+            ) from None
+
+    def _count(self, plan: QueryPlan, routing: str | None, session_id: str | None) -> tuple[int, int, bool]:
+        header: dict[str, Any] = {"index": self.events_index}
+        if routing:
+            header["routing"] = routing
+        lines: list[dict[str, Any]] = [header, count_body(plan)]
+        if session_id is not None and self.scope.kind == "workspaces":
+            lines += [
+                {"index": self.sessions_index, "routing": session_id},
+                {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": list(plan.filters)}}},
+            ]
+        responses = self._call(self.client.msearch, body=lines)["responses"]
+        for response in responses:
+            if "error" in response:
+                raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"count failed: {response['error']}")
+        first = responses[0]
+        total = int(first["hits"]["total"]["value"])
+        searched = int(first["aggregations"]["searched"]["doc_count"])
+        max_offset = first["aggregations"]["max_offset"].get("value") or 0
+        generation = total * 1_000_003 + int(max_offset)
+        exists = total > 0 or (len(responses) > 1 and int(responses[1]["hits"]["total"]["value"]) > 0)
+        return searched, generation, exists
+
+    def _search(self, body: dict[str, Any], routing: str | None) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {"index": self.events_index, "body": body}
+        if routing:
+            kwargs["routing"] = routing
+        response = self._call(self.client.search, **kwargs)
+        return list(response["hits"]["hits"])
+
+    def _match(self, hit: dict[str, Any], plan: QueryPlan, budget: int) -> SessionMatch:
+        source = hit["_source"]
+        text = source.get("text") or source.get("args") or ""
+        hints = [m.group(1) for frags in (hit.get("highlight") or {}).values() for f in frags
+                 for m in _HIGHLIGHT.finditer(f)]
+        score = float(hit.get("_score") or 0.0) if not plan.browse else 0.0
+        if score != score:  # NaN when sorting without scores
+            score = 0.0
+        return SessionMatch(
+            session_id=source["session_id"],
+            entry_id=hit["_id"],
+            seq=int(source["seq"]),
+            kind=source["type"],
+            turn=source.get("turn"),
+            role=source.get("role"),
+            excerpt=excerpt(text, plan.words, budget, hints),
+            created_at=datetime.fromisoformat(source["time"]) if source.get("time") else None,
+            score=round(score, 4),
+        )
+
+

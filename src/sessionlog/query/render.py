@@ -1,0 +1,40 @@
+"""Renders a search result as the text the model reads (spec D1). Pure."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from sessionlog.query.contract import SessionQueryResult
+
+__all__ = ["render_result"]
+
+
+def render_result(result: SessionQueryResult, query: str) -> str:
+    """``K matches (searched N entries):`` then a ``[seq S, turn T, ROLE] score X.X · time`` line and
+    the excerpt per match; the two empty texts keep the Go reference's meaning."""
+    if not result.matches:
+        if result.searched == 0:
+            return "No searchable history yet in this session."
+        return f'No entries matched "{query}" (searched {result.searched} entries).'
+    count = len(result.matches)
+    noun = "match" if count == 1 else "matches"
+    if result.partial:
+        header = (
+            f"No entry matched every word; {count} closest {noun} "
+            f"(searched {result.searched} entries):"
+        )
+    else:
+        header = f"{count} {noun} (searched {result.searched} entries):"
+    lines = [header]
+    for match in result.matches:
+        parts = [f"seq {match.seq}"]
+        if match.turn is not None:
+            parts.append(f"turn {match.turn}")
+        parts.append(match.role or match.kind)
+        line = f"[{', '.join(parts)}] score {match.score:.1f}"
+        if match.created_at is not None:
+            line += f" · {match.created_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        lines.extend(["", line, match.excerpt])
+    if result.next_cursor:
+        lines.extend(["", "(more matches exist; narrow the query to see others)"])
+    return "\n".join(lines).rstrip("\n")
