@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from opensearchpy import OpenSearch
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
 
@@ -17,6 +17,7 @@ from sessionlog.indexer.document import (
     events_template_body,
     sessions_alias,
     sessions_index_body,
+    watermarks_index,
 )
 from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
@@ -54,9 +55,8 @@ class ItemResult:
         return self.status == 409 and self.action.op == "create"
 
 
-def _backoff(attempt: int, base: float = 0.2, cap: float = 10.0) -> float:
-    """Capped exponential backoff with full jitter."""
-    return random.uniform(0, min(cap, base * 2**attempt))
+class _RetryItems(Exception):
+    """Some items (or the whole request) failed retriably; try those again after a backoff."""
 
 
 class OpenSearchView:
@@ -84,6 +84,8 @@ class OpenSearchView:
         self.sessions = sessions_alias(self.prefix)
         self.retry_budget = retry_budget
         self._sleep = sleep
+        self.attempts = 0
+        self.item_retries = 0
 
     # -- schema ---------------------------------------------------------------------------------
     def ensure_schema(self) -> None:
@@ -111,7 +113,9 @@ class OpenSearchView:
 
     def drop(self) -> None:
         """Delete every index and template of this prefix (tests and ``forget --all`` only)."""
-        self.client.indices.delete(index=f"{self.events}-v*,{self.sessions}-v*", ignore_unavailable=True)
+        self.client.indices.delete(
+            index=f"{self.events}-v*,{self.sessions}-v*,{watermarks_index(self.prefix)}", ignore_unavailable=True
+        )
         try:
             self.client.indices.delete_index_template(name=f"{self.events}-template")
         except NotFoundError:
@@ -153,33 +157,44 @@ class OpenSearchView:
         """
         final: dict[int, ItemResult] = {}
         pending = list(enumerate(actions))
-        attempt = 0
-        while pending:
-            try:
-                results = self._bulk_once([a for _, a in pending])
-            except (OSConnectionError, ConnectionTimeout) as err:
-                if attempt >= self.retry_budget:
-                    raise ViewUnavailable(f"OpenSearch unreachable at {self.settings.url}: {err}") from err
-                results = None
-            except TransportError as err:
-                status = err.status_code if isinstance(err.status_code, int) else 500
-                if not is_retriable_status(status) or attempt >= self.retry_budget:
-                    raise ViewUnavailable(f"bulk request failed ({status}): {err}") from err
-                results = None
-            if results is not None:
-                retry = []
-                for (index, action), result in zip(pending, results, strict=True):
-                    if not result.ok and not result.exists and is_retriable_status(result.status):
-                        retry.append((index, action))
-                    else:
-                        final[index] = result
-                if retry and attempt >= self.retry_budget:
-                    raise ViewUnavailable(f"{len(retry)} bulk items still failing after {attempt} retries")
-                pending = retry
-            if pending:
-                self._sleep(_backoff(attempt))
-                attempt += 1
+        retrying = Retrying(
+            stop=stop_after_attempt(self.retry_budget + 1),
+            wait=wait_random_exponential(multiplier=0.2, max=10.0),
+            retry=retry_if_exception_type(_RetryItems),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self.attempts += 1
+                    pending = self._send_pending(pending, final)
+        except _RetryItems as err:
+            raise ViewUnavailable(str(err)) from err
         return [final[i] for i in range(len(actions))]
+
+    def _send_pending(
+        self, pending: list[tuple[int, Action]], final: dict[int, ItemResult]
+    ) -> list[tuple[int, Action]]:
+        try:
+            results = self._bulk_once([a for _, a in pending])
+        except (OSConnectionError, ConnectionTimeout) as err:
+            raise _RetryItems(f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}") from err
+        except TransportError as err:
+            status = err.status_code if isinstance(err.status_code, int) else 500
+            if not is_retriable_status(status):
+                raise ViewUnavailable(f"bulk request rejected ({status}): {err.error}") from err
+            raise _RetryItems(f"bulk request failed ({status})") from err
+        retry = []
+        for (index, action), result in zip(pending, results, strict=True):
+            if not result.ok and not result.exists and is_retriable_status(result.status):
+                self.item_retries += 1
+                retry.append((index, action))
+            else:
+                final[index] = result
+        if retry:
+            raise _RetryItems(f"{len(retry)} bulk items failing retriably ({retry[0][1].doc_id} ...)")
+        return retry
 
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
         """Content hashes of existing event documents (realtime get, routed)."""
@@ -197,6 +212,30 @@ class OpenSearchView:
             return dict(self.client.get(index=self.events, id=doc_id, routing=routing)["_source"])
         except NotFoundError:
             return None
+
+    # -- searchability watermark -----------------------------------------------------------------
+    def publish_watermarks(self, topic: str, through: dict[int, tuple[int, int]]) -> None:
+        """Record, per partition, the offset (and record time, ms) through which entries are searchable."""
+        index = watermarks_index(self.prefix)
+        lines: list[dict[str, Any]] = []
+        for partition, (offset, record_ms) in through.items():
+            lines.append({"index": {"_index": index, "_id": f"{topic}:{partition}"}})
+            lines.append({"topic": topic, "partition": partition, "offset": offset, "record_time_ms": record_ms,
+                          "published_ms": int(time.time() * 1000)})
+        try:
+            self.client.bulk(body=lines, refresh="true")
+        except (OSConnectionError, ConnectionTimeout, TransportError) as err:
+            raise ViewUnavailable(f"cannot publish watermarks: {err}") from err
+
+    def read_watermarks(self, topic: str) -> dict[int, dict[str, Any]]:
+        """Per partition: ``offset`` and ``record_time_ms`` through which entries are searchable."""
+        try:
+            response = self.client.search(
+                index=watermarks_index(self.prefix), body={"size": 1000, "query": {"term": {"topic": topic}}}
+            )
+        except NotFoundError:
+            return {}
+        return {int(h["_source"]["partition"]): dict(h["_source"]) for h in response["hits"]["hits"]}
 
     # -- restoring projection state --------------------------------------------------------------
     def restore_session(self, session_id: str) -> SessionProjection:

@@ -93,7 +93,9 @@ class SessionProjection:
             )
             for seq in step.shadowed
         )
-        self.last_activity = max(self.last_activity or "", record.time.isoformat())
+        # Compare instants, not strings: agents may write times with different UTC offsets.
+        if self.last_activity is None or record.time > datetime.fromisoformat(self.last_activity):
+            self.last_activity = record.time.isoformat()
         self.dirty = True
         return EventOutcome(self._create(record, doc), updates, False, step.violations)
 

@@ -1,9 +1,10 @@
 """The indexer worker: a Kafka consumer-group member projecting the session log into OpenSearch.
 
 Offsets travel with the records and are committed only after every record of the batch is either
-in the index or parked in the dead-letter topic. When OpenSearch is unavailable the batch is
-rewound, the partitions are paused (polling continues, so the group keeps the worker) and resumed
-once OpenSearch answers again.
+in the index or parked in the dead-letter topic (a batch is processed whole, so the committed
+offset is always contiguous). When OpenSearch is unavailable the batch is rewound, the partitions
+are paused (polling goes on, so the group keeps the worker) and resumed once OpenSearch answers.
+After batches become searchable (refresh) the worker publishes a per-partition watermark.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
+from sessionlog.indexer.batch import BatchProcessor
 from sessionlog.indexer.deadletter import DeadLetter, encode_envelope
 from sessionlog.indexer.errors import SourceUnavailable, ViewUnavailable
+from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
 from sessionlog.indexer.opensearch_view import OpenSearchView
-from sessionlog.indexer.projector import Action, SessionProjection
 from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
-from sessionlog.ingest.errors import RecordRejected
 from sessionlog.ingest.settings import KafkaSettings
 from sessionlog.ingest.topics import dlq_topic, ensure_topics
-from sessionlog.ingest.wire import MAX_RECORD_BYTES, HeaderRecord, decode_record
+from sessionlog.ingest.wire import MAX_RECORD_BYTES
 
 __all__ = ["IndexerWorker", "WorkerStats"]
 
@@ -51,17 +52,17 @@ class WorkerStats:
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Offsets are committed synchronously after every batch, so a revoke has nothing pending;
+    the cached session states are dropped because another worker may now advance them."""
+
     def __init__(self, worker: IndexerWorker) -> None:
         self.worker = worker
 
     def on_partitions_revoked(self, revoked: Any) -> None:
-        # Offsets are committed synchronously after each batch, so nothing is pending here;
-        # the session states of revoked partitions may be advanced by another worker.
-        self.worker._states.clear()
+        self.worker.batch.forget_states()
 
     def on_partitions_assigned(self, assigned: Any) -> None:
-        self.worker._states.clear()
-        self.worker._needs_refresh = True
+        self.worker.batch.forget_states()
 
 
 class IndexerWorker:
@@ -75,16 +76,23 @@ class IndexerWorker:
         *,
         view: OpenSearchView | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        watermark_interval_s: float = 0.5,
     ) -> None:
         self.kafka = kafka or KafkaSettings()
         self.settings = settings or IndexerSettings()
         self.view = view or OpenSearchView(opensearch or OpenSearchSettings(), retry_budget=self.settings.retry_budget)
+        self.metrics = IndexerMetrics()
+        self.batch = BatchProcessor(self.view, self.metrics)
         self.stats = WorkerStats()
         self._sleep = sleep
-        self._states: dict[str, SessionProjection] = {}
-        self._needs_refresh = True
+        self._watermark_interval_s = watermark_interval_s
+        self._unpublished: dict[int, tuple[int, int]] = {}
+        self._pending_times: list[float] = []
+        self._last_publish = 0.0
+        self._last_lag = 0.0
         self._consumer: KafkaConsumer | None = None
         self._dlq: KafkaProducer | None = None
+        self._server: MetricsServer | None = None
         self._closed = False
 
     # -- setup ----------------------------------------------------------------------------------
@@ -93,6 +101,8 @@ class IndexerWorker:
             return self._consumer
         ensure_topics(self.kafka)
         self.view.ensure_schema()
+        if self.settings.metrics_port is not None and self._server is None:
+            self._server = MetricsServer(self.metrics, self.settings.metrics_port)
         try:
             consumer = KafkaConsumer(
                 **self.kafka.client_config(),
@@ -114,6 +124,10 @@ class IndexerWorker:
         self._consumer = consumer
         return consumer
 
+    @property
+    def metrics_port(self) -> int | None:
+        return self._server.port if self._server else None
+
     # -- the loop -------------------------------------------------------------------------------
     def run(
         self,
@@ -123,18 +137,25 @@ class IndexerWorker:
         assignment_timeout_s: float = 60.0,
         on_batch: Callable[[WorkerStats], None] | None = None,
     ) -> WorkerStats:
-        """Poll, project and commit until ``stop`` is set (or, with ``until_idle``, until caught up)."""
+        """Poll, project and commit until ``stop`` is set (or, with ``until_idle``, until caught up).
+
+        A stop request lets the batch in hand finish and commit before returning."""
         consumer = self._open()
         stop = stop or threading.Event()
         started = time.monotonic()
         while not stop.is_set():
+            self.metrics.beat()
             polled = consumer.poll(timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.batch_max)
             records = [r for batch in polled.values() for r in batch]
             if records:
                 self._handle(consumer, records)
+                self._maybe_publish(force=False)
+                self._maybe_lag(consumer)
                 if on_batch:
                     on_batch(self.stats)
                 continue
+            self._maybe_publish(force=True)
+            self._maybe_lag(consumer)
             if until_idle:
                 assigned = consumer.assignment()
                 if assigned and self._caught_up(consumer, assigned):
@@ -142,31 +163,96 @@ class IndexerWorker:
                     break
                 if not assigned and time.monotonic() - started > assignment_timeout_s:
                     raise SourceUnavailable("no partitions were assigned to this worker in time")
+        self._maybe_publish(force=True)
         return self.stats
 
     def _caught_up(self, consumer: KafkaConsumer, assigned: set[TopicPartition]) -> bool:
         ends = consumer.end_offsets(list(assigned))
         return all(consumer.position(tp) >= ends[tp] for tp in assigned)
 
+    def _maybe_lag(self, consumer: KafkaConsumer) -> None:
+        now = time.monotonic()
+        if now - self._last_lag < 5.0:
+            return
+        self._last_lag = now
+        assigned = list(consumer.assignment())
+        self.metrics.ready = bool(assigned)
+        if not assigned:
+            return
+        try:
+            ends = consumer.end_offsets(assigned)
+            for tp in assigned:
+                self.metrics.lag.labels(partition=str(tp.partition)).set(max(0, ends[tp] - consumer.position(tp)))
+        except KafkaError as err:
+            log.warning("cannot read end offsets for lag: %s", err)
+
     def _handle(self, consumer: KafkaConsumer, records: list[Any]) -> None:
+        started = time.monotonic()
+        first_offsets: dict[TopicPartition, int] = {}
+        for msg in records:
+            first_offsets.setdefault(TopicPartition(msg.topic, msg.partition), msg.offset)
+        attempts_before = self.view.attempts
         while True:
             try:
-                commits = self.process(records)
+                result = self.batch.process(records)
                 break
             except ViewUnavailable as err:
                 self.stats.view_outages += 1
+                self.metrics.errors.labels(error_class="view_unavailable").inc()
                 log.warning("OpenSearch unavailable, pausing partitions: %s", err)
                 self._wait_for_view(consumer)
-        consumer.commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in commits.items()})
+        if self.view.attempts - attempts_before == 1:
+            self.metrics.first_attempt.inc()
+        self.metrics.retries.inc(0)
+        self._dead_letter(result.letters)
+        commits: dict[TopicPartition, OffsetAndMetadata] = {}
+        for msg in records:
+            tp = TopicPartition(msg.topic, msg.partition)
+            commits[tp] = OffsetAndMetadata(max(msg.offset + 1, commits[tp].offset if tp in commits else 0), "", -1)
+            self._unpublished[msg.partition] = (msg.offset, msg.timestamp)
+        consumer.commit(commits)
+        self._pending_times.extend(msg.timestamp / 1000.0 for msg in records)
+        n = len(records)
+        self.stats.consumed += n
+        self.stats.batches += 1
+        self.stats.indexed += result.indexed
+        self.stats.replays += result.replays
+        self.stats.conflicts += result.conflicts
+        self.metrics.consumed.inc(n)
+        self.metrics.indexed.inc(result.indexed)
+        self.metrics.replays.inc(result.replays)
+        self.metrics.conflicts.inc(result.conflicts)
+        self.metrics.batch_seconds.observe(time.monotonic() - started)
+
+    def _maybe_publish(self, *, force: bool) -> None:
+        """Make indexed records searchable (refresh) and publish the per-partition watermark."""
+        if not self._unpublished:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_publish < self._watermark_interval_s:
+            return
+        try:
+            self.view.refresh()
+            self.view.publish_watermarks(self.kafka.topic, self._unpublished)
+        except ViewUnavailable as err:
+            log.warning("watermark not published: %s", err)
+            return
+        wall = time.time()
+        for ts in self._pending_times:
+            self.metrics.freshness.observe(max(0.0, wall - ts))
+        self._pending_times.clear()
+        self._unpublished = {}
+        self._last_publish = now
 
     def _wait_for_view(self, consumer: KafkaConsumer) -> None:
-        self._states.clear()
-        self._needs_refresh = True
+        self.batch.forget_states()
         assigned = list(consumer.assignment())
         consumer.pause(*assigned)
+        self.metrics.paused.set(1)
         try:
             while True:
                 consumer.poll(timeout_ms=500)  # keeps the group membership alive
+                self.metrics.beat()
                 try:
                     if self.view.client.ping():
                         return
@@ -174,119 +260,10 @@ class IndexerWorker:
                     pass
                 self._sleep(1.0)
         finally:
+            self.metrics.paused.set(0)
             consumer.resume(*[tp for tp in assigned if tp in consumer.assignment()])
 
-    # -- one batch ------------------------------------------------------------------------------
-    def _state(self, session_id: str) -> SessionProjection:
-        state = self._states.get(session_id)
-        if state is None:
-            if self._needs_refresh:
-                self.view.refresh()
-                self._needs_refresh = False
-            state = self.view.restore_session(session_id)
-            self._states[session_id] = state
-        return state
-
-    def process(self, records: list[Any]) -> dict[TopicPartition, int]:
-        """Project one polled batch; return the offsets to commit. Raises ViewUnavailable to retry."""
-        letters: list[DeadLetter] = []
-        actions: list[Action] = []
-        origin: dict[str, Any] = {}
-        touched: dict[str, SessionProjection] = {}
-        try:
-            for msg in records:
-                self.stats.consumed += 1
-                letter = self._project(msg, actions, origin, touched)
-                if letter:
-                    letters.append(letter)
-            actions.extend(state.session_action() for state in touched.values())
-            results = self.view.bulk(actions) if actions else []
-            existing = [r.action for r in results if r.exists]
-            hashes = self.view.content_hashes(existing)
-        except ViewUnavailable:
-            for session_id in touched:
-                self._states.pop(session_id, None)
-            raise
-        for result in results:
-            msg = origin.get(result.action.doc_id) if result.action.target == "events" else None
-            if result.ok:
-                if result.action.op == "create":
-                    self.stats.indexed += 1
-                continue
-            if result.exists:
-                have = hashes.get(result.action.doc_id)
-                if have == result.action.body["content_hash"]:
-                    self.stats.replays += 1
-                    continue
-                self.stats.conflicts += 1
-                existing_doc = self.view.get_event_source(result.action.doc_id, result.action.routing)
-                if msg is not None:
-                    letters.append(self._letter(msg, "conflict", "same (session, seq) with different content",
-                                                field="seq", http_status=409, existing=existing_doc))
-                continue
-            log.error("bulk item failed: %s %s: %s", result.action.op, result.action.doc_id, result.error)
-            if msg is not None and result.action.op == "create":
-                letters.append(self._letter(msg, "index_rejected", result.error or "rejected",
-                                            http_status=result.status))
-        self._dead_letter(letters)
-        self.stats.batches += 1
-        commits: dict[TopicPartition, int] = {}
-        for msg in records:
-            tp = TopicPartition(msg.topic, msg.partition)
-            commits[tp] = max(commits.get(tp, 0), msg.offset + 1)
-        return commits
-
-    def _project(
-        self,
-        msg: Any,
-        actions: list[Action],
-        origin: dict[str, Any],
-        touched: dict[str, SessionProjection],
-    ) -> DeadLetter | None:
-        if msg.value is None:
-            return self._letter(msg, "invalid_record", "record: value is null (tombstone)", field="record")
-        try:
-            record = decode_record(msg.value)
-        except RecordRejected as err:
-            return self._letter(msg, "invalid_record", str(err), field=err.field)
-        if msg.key is None or msg.key != record.session_id.encode("utf-8"):
-            return self._letter(msg, "invalid_record", "key: must equal the session_id (UTF-8)", field="key")
-        state = self._state(record.session_id)
-        if isinstance(record, HeaderRecord):
-            verdict = state.apply_header(record)
-            if verdict == "conflict":
-                self.stats.conflicts += 1
-                return self._letter(msg, "conflict", "header differs from the one already recorded",
-                                    field="header", http_status=409, existing=state.header)
-            touched[record.session_id] = state
-            return None
-        if state.workspace_id not in (None, record.workspace_id):
-            return self._letter(msg, "invalid_record",
-                                f"workspace_id: session belongs to {state.workspace_id}", field="workspace_id")
-        outcome = state.apply_event(record, msg.partition, msg.offset)
-        for violation in outcome.violations:
-            log.warning("surface violation in %s at seq %d: %s", record.session_id, violation.seq, violation.code)
-        actions.append(outcome.create)
-        actions.extend(outcome.updates)
-        origin[outcome.create.doc_id] = msg
-        if not outcome.replay:
-            touched[record.session_id] = state
-        return None
-
-    def _letter(self, msg: Any, error_class: str, reason: str, **extra: Any) -> DeadLetter:
-        self.stats.dead_lettered += 1
-        self.stats.reasons[error_class] += 1
-        return DeadLetter(
-            topic=msg.topic,
-            partition=msg.partition,
-            offset=msg.offset,
-            key=msg.key,
-            value=msg.value,
-            error_class=error_class,
-            reason=reason,
-            **extra,
-        )
-
+    # -- dead letters ---------------------------------------------------------------------------
     def _dead_letter(self, letters: list[DeadLetter]) -> None:
         if not letters:
             return
@@ -295,12 +272,16 @@ class IndexerWorker:
         futures = [self._dlq.send(topic, key=letter.key, value=encode_envelope(letter)) for letter in letters]
         self._dlq.flush(timeout=60)
         for future in futures:
-            future.get(timeout=60)  # raises if the dead letter was not acknowledged: nothing is lost
+            future.get(timeout=60)  # raises if a dead letter was not acknowledged: nothing is lost
         for letter in letters:
+            self.stats.dead_lettered += 1
+            self.stats.reasons[letter.error_class] += 1
+            self.metrics.dead_lettered.labels(reason=letter.error_class).inc()
             log.warning("dead-lettered %s[%d]@%d: %s", letter.topic, letter.partition, letter.offset, letter.reason)
 
     def close(self) -> None:
-        """Close the consumer (leaving the group) and the dead-letter producer. Idempotent."""
+        """Close the consumer (leaving the group), the dead-letter producer and the metrics server.
+        Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -308,6 +289,8 @@ class IndexerWorker:
             self._consumer.close(autocommit=False)
         if self._dlq is not None:
             self._dlq.close(timeout=10)
+        if self._server is not None:
+            self._server.close()
         self.view.close()
 
     def __enter__(self) -> IndexerWorker:
