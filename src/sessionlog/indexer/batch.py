@@ -61,7 +61,7 @@ class BatchProcessor:
         after forgetting every state the batch touched."""
         out = BatchResult()
         actions: list[Action] = []
-        origin: dict[str, Any] = {}
+        origin: dict[int, Any] = {}  # id(create action) -> the record it came from
         touched: dict[str, SessionProjection] = {}
         try:
             for msg in records:
@@ -73,7 +73,7 @@ class BatchProcessor:
             existing = [r.action for r in results if r.exists]
             hashes = self.view.content_hashes(existing)
             conflicting = {
-                a.doc_id: self.view.get_event_source(a.doc_id, a.routing)
+                id(a): self.view.get_event_source(a.doc_id, a.routing)
                 for a in existing
                 if hashes.get(a.doc_id) != a.body["content_hash"]
             }
@@ -83,17 +83,17 @@ class BatchProcessor:
             raise
         for result in results:
             action = result.action
-            msg = origin.get(action.doc_id) if action.target == "events" else None
+            msg = origin.get(id(action))
             if result.ok:
                 if action.op == "create":
                     out.indexed += 1
-            elif result.exists and action.doc_id not in conflicting:
+            elif result.exists and id(action) not in conflicting:
                 out.replays += 1
             elif result.exists:
                 out.conflicts += 1
                 if msg is not None:
                     out.letters.append(letter_for(msg, "conflict", "seq: same (session, seq) with different content",
-                                                  field="seq", http_status=409, existing=conflicting[action.doc_id]))
+                                                  field="seq", http_status=409, existing=conflicting[id(action)]))
             else:
                 self.metrics.errors.labels(error_class=f"http_{result.status}").inc()
                 log.error("bulk item failed: %s %s: %s", action.op, action.doc_id, result.error)
@@ -106,7 +106,7 @@ class BatchProcessor:
         self,
         msg: Any,
         actions: list[Action],
-        origin: dict[str, Any],
+        origin: dict[int, Any],
         touched: dict[str, SessionProjection],
         out: BatchResult,
     ) -> DeadLetter | None:
@@ -142,7 +142,7 @@ class BatchProcessor:
             log.warning("surface violation in %s at seq %d: %s", record.session_id, violation.seq, violation.code)
         actions.append(outcome.create)
         actions.extend(outcome.updates)
-        origin[outcome.create.doc_id] = msg
+        origin[id(outcome.create)] = msg
         if not outcome.replay:
             touched[record.session_id] = state
         self.metrics.bulk_bytes.inc(len(msg.value))

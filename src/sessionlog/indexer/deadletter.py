@@ -12,6 +12,9 @@ import orjson
 __all__ = ["INDEXER_VERSION", "DeadLetter", "decode_envelope", "encode_envelope"]
 
 INDEXER_VERSION = "sessionlog-indexer/0.1.0"
+#: Values above this are stored truncated (with their full size): the original stays at its
+#: topic/partition/offset, and an envelope must fit the broker's message size limit.
+MAX_ENVELOPE_VALUE = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,9 @@ class DeadLetter:
             "partition": self.partition,
             "offset": self.offset,
             "key_b64": b64(self.key),
-            "value_b64": b64(self.value),
+            "value_b64": b64(self.value[:MAX_ENVELOPE_VALUE] if self.value else self.value),
+            "value_bytes": None if self.value is None else len(self.value),
+            "value_truncated": self.value is not None and len(self.value) > MAX_ENVELOPE_VALUE,
             "error_class": self.error_class,
             "reason": self.reason,
             "field": self.field,

@@ -71,6 +71,7 @@ class OpenSearchView:
         client: OpenSearch | None = None,
         retry_budget: int = 8,
         sleep: Callable[[float], None] = time.sleep,
+        pinned_version: int | None = None,
     ) -> None:
         overrides: dict[str, Any] = {}
         if hosts:
@@ -82,6 +83,12 @@ class OpenSearchView:
         self.prefix = self.settings.index_prefix
         self.events = events_alias(self.prefix)
         self.sessions = sessions_alias(self.prefix)
+        #: A pinned view writes one concrete index version (a rebuild) instead of the aliases; it
+        #: creates no schema and publishes no watermark.
+        self.pinned_version = pinned_version
+        if pinned_version is not None:
+            self.events = f"{self.events}-v{pinned_version}"
+            self.sessions = f"{self.sessions}-v{pinned_version}"
         self.retry_budget = retry_budget
         self._sleep = sleep
         self.attempts = 0
@@ -90,6 +97,8 @@ class OpenSearchView:
     # -- schema ---------------------------------------------------------------------------------
     def ensure_schema(self) -> None:
         """Create the template, the first events index version, the sessions index and aliases."""
+        if self.pinned_version is not None:
+            return
         try:
             self.client.indices.put_index_template(
                 name=f"{self.events}-template",
@@ -110,6 +119,50 @@ class OpenSearchView:
         except TransportError as err:
             if "resource_already_exists_exception" not in str(err):
                 raise
+
+    def current_version(self) -> int:
+        """The version number of the index the events alias points at."""
+        names = list(self.client.indices.get_alias(name=events_alias(self.prefix)))
+        return max(int(name.rsplit("-v", 1)[1]) for name in names)
+
+    def create_version(self, version: int) -> None:
+        """Create (empty) events and sessions indices of ``version``, without aliases."""
+        self._create_index(f"{events_alias(self.prefix)}-v{version}", {})
+        body = sessions_index_body(self.settings.shards, self.settings.replicas)
+        self._create_index(f"{sessions_alias(self.prefix)}-v{version}", body)
+
+    def switch_aliases(self, old: int, new: int) -> None:
+        """Point both read aliases at ``new`` in one atomic alias update."""
+        actions: list[dict[str, Any]] = []
+        for alias in (events_alias(self.prefix), sessions_alias(self.prefix)):
+            actions.append({"remove": {"index": f"{alias}-v{old}", "alias": alias}})
+            actions.append({"add": {"index": f"{alias}-v{new}", "alias": alias}})
+        self.client.indices.update_aliases(body={"actions": actions})
+
+    def delete_version(self, version: int) -> None:
+        names = f"{events_alias(self.prefix)}-v{version},{sessions_alias(self.prefix)}-v{version}"
+        self.client.indices.delete(index=names, ignore_unavailable=True)
+
+    def forget_session(self, session_id: str) -> int:
+        """Delete every document of a session (routed; no delete-by-query module is needed)."""
+        deleted = 0
+        while True:
+            hits = self.client.search(
+                index=self.events, routing=session_id,
+                body={"size": 5000, "_source": False, "query": {"term": {"session_id": session_id}}},
+            )["hits"]["hits"]
+            if not hits:
+                break
+            lines: list[dict[str, Any]] = [
+                {"delete": {"_index": self.events, "_id": h["_id"], "routing": session_id}} for h in hits
+            ]
+            self.client.bulk(body=lines, refresh="true")
+            deleted += len(lines)
+        try:
+            self.client.delete(index=self.sessions, id=session_id, routing=session_id, refresh="true")
+        except NotFoundError:
+            pass
+        return deleted
 
     def drop(self) -> None:
         """Delete every index and template of this prefix (tests and ``forget --all`` only)."""
@@ -216,6 +269,8 @@ class OpenSearchView:
     # -- searchability watermark -----------------------------------------------------------------
     def publish_watermarks(self, topic: str, through: dict[int, tuple[int, int]]) -> None:
         """Record, per partition, the offset (and record time, ms) through which entries are searchable."""
+        if self.pinned_version is not None:
+            return
         index = watermarks_index(self.prefix)
         lines: list[dict[str, Any]] = []
         for partition, (offset, record_ms) in through.items():

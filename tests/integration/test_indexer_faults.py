@@ -1,0 +1,321 @@
+"""Issue 6: the indexer never loses or duplicates, parks bad records, and survives outages."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import Pipeline
+from kafka import KafkaProducer
+
+from sessionlog.indexer import IndexerWorker, decode_envelope
+from sessionlog.indexer.operations import dlq_list, dlq_replay, forget_session, rebuild
+from sessionlog.query import Scope, SessionQueryRequest
+
+STACK = Path(__file__).resolve().parents[2] / "deploy" / "local" / "stack.sh"
+_T0 = datetime(2026, 11, 2, tzinfo=UTC)
+
+
+def _event(sid: str, seq: int, text: str | None = None, ws: str = "ws-f", **extra: Any) -> dict[str, Any]:
+    return {"v": 1, "kind": "event", "workspace_id": ws, "session_id": sid, "seq": seq, "type": "user/message",
+            "role": "user", "surface": {"op": "append"}, "time": (_T0 + timedelta(seconds=seq)).isoformat(),
+            "text": text if text is not None else f"message {seq} of {sid}", **extra}
+
+
+def _producer(pipeline: Pipeline) -> KafkaProducer:
+    return KafkaProducer(**pipeline.kafka.client_config(), max_request_size=8 * 1024 * 1024, linger_ms=5)
+
+
+def _send_raw(pipeline: Pipeline, items: list[tuple[bytes | None, bytes | None]]) -> None:
+    producer = _producer(pipeline)
+    try:
+        for key, value in items:
+            producer.send(pipeline.kafka.topic, key=key, value=value)
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+
+
+def _count(pipeline: Pipeline) -> int:
+    view = pipeline.view()
+    view.refresh()
+    return int(view.client.count(index=view.events)["count"])
+
+
+# Each entry: (why it is bad, key, value, expected error class, expected field)
+def _bad_records() -> list[tuple[str, bytes | None, bytes | None, str, str | None]]:
+    good = _event("bad-1", 0)
+
+    def mutate(**changes: Any) -> bytes:
+        record = {**good, **changes}
+        return orjson.dumps({k: v for k, v in record.items() if v is not ...})
+
+    return [
+        ("not json", b"bad-1", b"{not json", "invalid_record", "record"),
+        ("not an object", b"bad-1", b"[1, 2, 3]", "invalid_record", "record"),
+        ("not utf-8", b"bad-1", b"\xff\xfe\x00garbage", "invalid_record", "record"),
+        ("tombstone", b"bad-1", None, "invalid_record", "record"),
+        ("unknown version", b"bad-1", mutate(v=2), "invalid_record", "v"),
+        ("unknown kind", b"bad-1", mutate(kind="snapshot"), "invalid_record", "kind"),
+        ("missing seq", b"bad-1", mutate(seq=...), "invalid_record", "seq"),
+        ("seq is a string", b"bad-1", mutate(seq="7"), "invalid_record", "seq"),
+        ("negative seq", b"bad-1", mutate(seq=-1), "invalid_record", "seq"),
+        ("time without offset", b"bad-1", mutate(time="2026-11-02T00:00:00"), "invalid_record", "time"),
+        ("bad session id", b"bad 1", mutate(session_id="bad 1"), "invalid_record", "session_id"),
+        ("id too long", b"x" * 129, mutate(session_id="x" * 129), "invalid_record", "session_id"),
+        ("surface missing on a message", b"bad-1", mutate(surface=...), "invalid_record", "surface"),
+        ("surface on turn/start", b"bad-1", mutate(type="turn/start"), "invalid_record", "surface"),
+        ("unknown field", b"bad-1", mutate(colour="red"), "invalid_record", "colour"),
+        ("text over 1 MiB", b"bad-1", mutate(text="x" * (1024 * 1024 + 1)), "invalid_record", "text"),
+        ("key is not the session", b"other", mutate(), "invalid_record", "key"),
+        ("header with event fields", b"bad-1",
+         orjson.dumps({"v": 1, "kind": "header", "workspace_id": "ws-f", "session_id": "bad-1",
+                       "created_at": "2026-11-02T00:00:00Z", "seq": 3}), "invalid_record", "seq"),
+        ("oversized record", b"bad-1", b'{"v":1,"pad":"' + b"y" * (3 * 1024 * 1024 + 10) + b'"}',
+         "invalid_record", "record"),
+    ]
+
+
+def test_bad_records_are_dead_lettered_with_reasons_and_good_ones_indexed(pipeline: Pipeline) -> None:
+    bad = _bad_records()
+    assert len(bad) >= 15
+    items: list[tuple[bytes | None, bytes | None]] = []
+    goods = [_event("good-1", seq) for seq in range(len(bad) + 1)]
+    for i, (_, key, value, _, _) in enumerate(bad):
+        items.append((b"good-1", orjson.dumps(goods[i])))
+        items.append((key, value))
+    items.append((b"good-1", orjson.dumps(goods[-1])))
+    _send_raw(pipeline, items)
+    stats = pipeline.index()
+    assert stats.indexed == len(goods)
+    assert stats.dead_lettered == len(bad)
+    letters = dlq_list(pipeline.kafka, limit=None)
+    assert len(letters) == len(bad)
+    by_content = {(e["key"], e["value"] if not e["value_truncated"] else e["value_bytes"]): e for e in letters}
+    for why, key, value, error_class, field in bad:
+        content = value if value is None or len(value) <= 2 * 1024 * 1024 else len(value)
+        letter = by_content[(key, content)]
+        assert letter["error_class"] == error_class, why
+        assert letter["field"] == field, (why, letter["reason"])
+        assert letter["topic"] == pipeline.kafka.topic and letter["indexer_version"]
+    assert _count(pipeline) == len(goods)
+
+
+def test_replay_is_a_noop_and_a_conflict_is_parked_with_both_versions(pipeline: Pipeline) -> None:
+    original = _event("c-1", 0, "the original text")
+    pipeline.append_all([original, _event("c-1", 1)])
+    assert pipeline.index().indexed == 2
+    _send_raw(pipeline, [(b"c-1", orjson.dumps(original)),
+                         (b"c-1", orjson.dumps(_event("c-1", 0, "a different text")))])
+    stats = pipeline.index()
+    assert (stats.indexed, stats.replays, stats.conflicts, stats.dead_lettered) == (0, 1, 1, 1)
+    (letter,) = dlq_list(pipeline.kafka)
+    assert letter["error_class"] == "conflict"
+    assert orjson.loads(letter["value"])["text"] == "a different text"
+    assert letter["existing"]["text"] == "the original text"
+    hits = pipeline.provider(Scope.session("c-1")).search(SessionQueryRequest(query="original"))
+    assert [m.seq for m in hits.matches] == [0]
+
+
+def test_dlq_replay_redrives_once(pipeline: Pipeline) -> None:
+    _send_raw(pipeline, [(b"other", orjson.dumps(_event("r-1", 0)))])  # wrong key → parked
+    assert pipeline.index().dead_lettered == 1
+    assert dlq_replay(pipeline.kafka, group_id=f"{pipeline.name}-replay") == 1
+    assert dlq_replay(pipeline.kafka, group_id=f"{pipeline.name}-replay") == 0
+
+
+def test_rebuild_switches_alias_and_forget_erases(pipeline: Pipeline) -> None:
+    pipeline.append_all([_event(f"rb-{s}", q) for s in range(3) for q in range(40)])
+    pipeline.index()
+    seen: list[int] = []
+    report = rebuild(pipeline.kafka, pipeline.opensearch, pipeline.indexer,
+                     on_batch=lambda stats, ends: seen.append(stats.consumed))
+    assert (report.old_version, report.new_version) == (1, 2)
+    assert report.stats.indexed == 120 and seen
+    view = pipeline.view()
+    assert view.current_version() == 2
+    assert _count(pipeline) == 120
+    assert not view.client.indices.exists(index=f"{view.events}-v1")
+    assert forget_session(pipeline.opensearch, "rb-1") == 40
+    assert _count(pipeline) == 80
+    result = pipeline.provider(Scope.workspace("ws-f")).search(SessionQueryRequest(query="rb-1", limit=50))
+    assert all(m.session_id != "rb-1" for m in result.matches)
+
+
+def test_metrics_and_health_endpoints(pipeline: Pipeline) -> None:
+    pipeline.append_all([_event("m-1", q) for q in range(10)])
+    settings = pipeline.indexer.model_copy(update={"metrics_port": 0})
+    with IndexerWorker(pipeline.kafka, pipeline.opensearch, settings) as worker:
+        worker.run(until_idle=True)
+        base = f"http://127.0.0.1:{worker.metrics_port}"
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        with urllib.request.urlopen(f"{base}/healthz", timeout=5) as response:
+            assert response.status == 200
+    assert "sessionlog_indexer_events_indexed_total 10.0" in text
+    assert "sessionlog_indexer_freshness_seconds_count 10.0" in text
+    assert "sessionlog_indexer_lag" in text
+
+
+# -- faults -----------------------------------------------------------------------------------------
+def _stack(command: str) -> None:
+    subprocess.run(["bash", str(STACK), command], check=True, timeout=300)
+
+
+def _worker_process(pipeline: Pipeline) -> subprocess.Popen[bytes]:
+    env = {**os.environ,
+           "SESSIONLOG_KAFKA_TOPIC": pipeline.kafka.topic,
+           "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": pipeline.opensearch.index_prefix,
+           "SESSIONLOG_INDEXER_GROUP_ID": pipeline.indexer.group_id,
+           "SESSIONLOG_INDEXER_BATCH_MAX": "500"}
+    return subprocess.Popen([sys.executable, "-m", "sessionlog.cli.main", "index"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _produce_stream(pipeline: Pipeline, sessions: int, per_session: int, pause_every: int = 500) -> threading.Thread:
+    def run() -> None:
+        producer = _producer(pipeline)
+        try:
+            n = 0
+            for seq in range(per_session):
+                for s in range(sessions):
+                    producer.send(pipeline.kafka.topic, key=f"k-{s}".encode(),
+                                  value=orjson.dumps(_event(f"k-{s}", seq, f"event {seq} of k-{s} body {s * seq}")))
+                    n += 1
+                    if n % pause_every == 0:
+                        time.sleep(0.05)
+            producer.flush(timeout=120)
+        finally:
+            producer.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _assert_exact(pipeline: Pipeline, sessions: int, per_session: int) -> None:
+    view = pipeline.view()
+    view.refresh()
+    assert _count(pipeline) == sessions * per_session
+    for s in random.Random(1).sample(range(sessions), 5):
+        sid = f"k-{s}"
+        docs = view.client.search(index=view.events, routing=sid, body={
+            "size": per_session + 10, "query": {"term": {"session_id": sid}}, "sort": [{"seq": "asc"}],
+            "_source": ["seq", "text"]})["hits"]["hits"]
+        assert [d["_source"]["seq"] for d in docs] == list(range(per_session))
+        assert all(d["_source"]["text"] == f"event {d['_source']['seq']} of {sid} body {s * d['_source']['seq']}"
+                   for d in docs)
+
+
+def test_kill_9_mid_batch_loses_and_duplicates_nothing(pipeline: Pipeline) -> None:
+    sessions, per_session = 40, 500  # 20,000 events
+    producer = _produce_stream(pipeline, sessions, per_session)
+    rng = random.Random(7)
+    for _ in range(4):
+        worker = _worker_process(pipeline)
+        time.sleep(rng.uniform(3.0, 6.0))
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=30)
+    producer.join(timeout=300)
+    stats = pipeline.index()
+    assert stats.conflicts == 0 and stats.dead_lettered == 0
+    _assert_exact(pipeline, sessions, per_session)
+
+
+def test_sigterm_finishes_the_batch_commits_and_exits_zero(pipeline: Pipeline) -> None:
+    pipeline.append_all([_event("t-1", q) for q in range(300)])
+    worker = _worker_process(pipeline)
+    time.sleep(8)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    stats = pipeline.index()
+    assert stats.indexed == 0 or stats.replays == 0  # whatever was left, nothing twice
+    assert _count(pipeline) == 300
+
+
+def test_opensearch_outage_then_recovery(pipeline: Pipeline) -> None:
+    sessions, per_session = 10, 300
+    stop = threading.Event()
+    worker = IndexerWorker(pipeline.kafka, pipeline.opensearch, pipeline.indexer)
+    result: dict[str, Any] = {}
+
+    def work() -> None:
+        result["stats"] = worker.run(stop=stop)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    try:
+        producer = _produce_stream(pipeline, sessions, per_session, pause_every=100)
+        time.sleep(2)
+        _stack("stop-opensearch")
+        time.sleep(30)
+        _stack("start-opensearch")
+        restarted = time.monotonic()
+        producer.join(timeout=300)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and _count_safe(pipeline) < sessions * per_session:
+            time.sleep(1)
+        result["drain_s"] = time.monotonic() - restarted
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+        worker.close()
+    assert result["stats"].view_outages >= 1
+    _assert_exact(pipeline, sessions, per_session)
+    print(f"lag drained {result['drain_s']:.1f}s after OpenSearch came back")
+
+
+def _count_safe(pipeline: Pipeline) -> int:
+    try:
+        return _count(pipeline)
+    except Exception:  # noqa: BLE001 - OpenSearch may still be starting
+        return -1
+
+
+def test_broker_restart_mid_stream(pipeline: Pipeline) -> None:
+    first = [_event("b-1", q) for q in range(200)]
+    pipeline.append_all(first)
+    stop = threading.Event()
+    worker = IndexerWorker(pipeline.kafka, pipeline.opensearch, pipeline.indexer)
+    thread = threading.Thread(target=lambda: worker.run(stop=stop))
+    thread.start()
+    try:
+        time.sleep(3)
+        _stack("stop-kafka")
+        time.sleep(5)
+        _stack("start-kafka")
+        pipeline.append_all([_event("b-1", q) for q in range(200, 400)])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _count(pipeline) < 400:
+            time.sleep(1)
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+        worker.close()
+    assert _count(pipeline) == 400
+
+
+def test_envelope_decodes(pipeline: Pipeline) -> None:
+    _send_raw(pipeline, [(b"x", b"nope")])
+    pipeline.index()
+    (letter,) = dlq_list(pipeline.kafka)
+    assert letter["value"] == b"nope"
+    assert decode_envelope(orjson.dumps({"key_b64": None, "value_b64": None}))["value"] is None
+
+
+@pytest.fixture(autouse=True)
+def _stack_back_up() -> Any:
+    yield
+    # A failed fault test must not leave a server stopped for the next test.
+    subprocess.run(["bash", str(STACK), "up"], check=False, timeout=300, stdout=subprocess.DEVNULL)
