@@ -67,5 +67,8 @@ class IndexerSettings(BaseSettings):
     group_id: str = Field("sessionlog-indexer", description="Kafka consumer group of the workers.")
     batch_max: int = Field(2000, ge=1, le=100_000, description="Records per poll/bulk batch.")
     poll_timeout_ms: int = Field(500, ge=10, description="How long one poll waits for records.")
-    retry_budget: int = Field(8, ge=0, description="Retries of a retriable bulk item before dead-lettering.")
+    retry_budget: int = Field(8, ge=0, description="Retries of a failing bulk item before pausing.")
+    session_timeout_s: float = Field(
+        10.0, ge=6, le=300, description="A worker that stops heartbeating leaves the group after this."
+    )
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Port for /metrics and health.")

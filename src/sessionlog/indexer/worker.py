@@ -104,9 +104,15 @@ class IndexerWorker:
         if self.settings.metrics_port is not None and self._server is None:
             self._server = MetricsServer(self.metrics, self.settings.metrics_port)
         try:
+            config = self.kafka.client_config()
+            # JoinGroup blocks for up to the rebalance timeout; the short client request timeout
+            # is for producers and admin calls only.
+            config.pop("request_timeout_ms", None)
             consumer = KafkaConsumer(
-                **self.kafka.client_config(),
+                **config,
                 group_id=self.settings.group_id,
+                session_timeout_ms=int(self.settings.session_timeout_s * 1000),
+                heartbeat_interval_ms=max(1000, int(self.settings.session_timeout_s * 1000 / 3)),
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
                 max_poll_records=self.settings.batch_max,
