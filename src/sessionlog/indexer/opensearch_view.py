@@ -106,6 +106,9 @@ class OpenSearchView:
             )
             if not self.client.indices.exists_alias(name=self.events):
                 self._create_index(f"{self.events}-v1", {"aliases": {self.events: {}}})
+            if not self.client.indices.exists(index=watermarks_index(self.prefix)):
+                self._create_index(watermarks_index(self.prefix), {"settings": {
+                    "number_of_shards": 1, "number_of_replicas": self.settings.replicas}})
             if not self.client.indices.exists_alias(name=self.sessions):
                 body = sessions_index_body(self.settings.shards, self.settings.replicas)
                 body["aliases"] = {self.sessions: {}}

@@ -11,21 +11,50 @@ from sessionlog.query.contract import (
 )
 from sessionlog.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
 from sessionlog.query.opensearch_provider import OpenSearchProvider
+from sessionlog.query.reads import (
+    EventRecordView,
+    EventTraceResult,
+    LineageNode,
+    LiveSource,
+    ReadEventResult,
+    SessionHeader,
+    SessionRecord,
+    SessionStats,
+    SessionTrace,
+    SurfaceRead,
+)
 from sessionlog.query.render import render_result
 from sessionlog.query.scope import Scope
+from sessionlog.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
+from sessionlog.query.session_reader import SessionReader
 
 __all__ = [
+    "TOOL_NAME",
+    "SessionQueryTool",
+    "ToolError",
+    "session_query_tool",
     "DEFAULT_EXCERPT_BYTES",
     "DEFAULT_LIMIT",
     "ERROR_CODES",
     "MAX_LIMIT",
     "ErrorCode",
+    "EventRecordView",
+    "EventTraceResult",
+    "LineageNode",
+    "LiveSource",
     "OpenSearchProvider",
+    "ReadEventResult",
     "Scope",
+    "SessionHeader",
     "SessionMatch",
     "SessionQuery",
     "SessionQueryError",
     "SessionQueryRequest",
     "SessionQueryResult",
+    "SessionReader",
+    "SessionRecord",
+    "SessionStats",
+    "SessionTrace",
+    "SurfaceRead",
     "render_result",
 ]
