@@ -17,8 +17,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history.")
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 _state: dict[str, bool] = {"debug": False}
 
 
@@ -50,9 +50,9 @@ def _errors() -> Iterator[None]:
     except ValidationError as err:
         if _state["debug"]:
             raise
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        _fail(f"invalid setting {err.title} {loc}: {first['msg']}", 2)
+        from sessionlog.ingest.settings import describe_settings_error
+
+        _fail(describe_settings_error(err), 2)
 
 
 # -- local stack ----------------------------------------------------------------------------------

@@ -12,10 +12,11 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
 
-from sessionlog.indexer.document import DEFAULT_KINDS, events_alias, sessions_alias
+from sessionlog.indexer.document import DEFAULT_KINDS, events_alias, sessions_alias, watermarks_index
 from sessionlog.indexer.settings import OpenSearchSettings
+from sessionlog.ingest.settings import describe_settings_error
 from sessionlog.indexer.textfold import WORD_RE, fold
-from sessionlog.query.builder import QueryPlan, browse_body, count_body, search_body
+from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan, browse_body, count_body, search_body
 from sessionlog.query.clients import shared_client
 from sessionlog.query.contract import (
     DEFAULT_EXCERPT_BYTES,
@@ -28,7 +29,9 @@ from sessionlog.query.contract import (
 from sessionlog.query.cursor import decode_cursor, encode_cursor, request_fingerprint
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.excerpt import excerpt
+from sessionlog.query.live import live_feed, merge_live
 from sessionlog.query.scope import Scope
+from sessionlog.query.scoring import score_text
 
 __all__ = ["MAX_QUERY_WORDS", "OpenSearchProvider"]
 
@@ -57,6 +60,7 @@ class OpenSearchProvider:
         max_limit: int = MAX_LIMIT,
         request_timeout_s: float = 5.0,
         cursor_key: bytes | None = None,
+        live: Any | None = None,
     ) -> None:
         if not isinstance(scope, Scope):
             raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "a provider needs a Scope")
@@ -72,7 +76,7 @@ class OpenSearchProvider:
         try:
             self.settings = (settings or OpenSearchSettings()).model_copy(update=overrides)
         except ValueError as err:
-            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", str(err)) from None
+            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", describe_settings_error(err)) from None
         self.scope = scope
         self.default_limit = default_limit
         self.max_limit = max_limit
@@ -81,6 +85,7 @@ class OpenSearchProvider:
         self._key = cursor_key or secrets.token_bytes(32)
         self._closed = False
         self._lock = threading.Lock()
+        self.live = live_feed(live) if live is not None else None
         self.events_index = events_alias(self.settings.index_prefix)
         self.sessions_index = sessions_alias(self.settings.index_prefix)
 
@@ -179,13 +184,59 @@ class OpenSearchProvider:
                 hits = self._search(search_body(plan, size=size, partial=True), routing)
         more = len(hits) > request.limit
         hits = hits[: request.limit]
-        matches = tuple(self._match(hit, plan, budget) for hit in hits)
+        matches = [self._match(hit, plan, budget) for hit in hits]
         next_cursor = None
         if more and hits:
             next_cursor = encode_cursor(self._key, fingerprint, generation, list(hits[-1]["sort"]), partial)
+        source = "persisted"
+        if self.live is not None and request.cursor is None:
+            live = self._live_matches(plan, session_id, budget, partial)
+            if live:
+                source = "persisted+live"
+                searched += len(live[1])
+                matches = merge_live(matches, live[0], request.limit, browse=plan.browse, single=single)
         return SessionQueryResult(
-            matches=matches, searched=searched, next_cursor=next_cursor, partial=partial and bool(matches)
+            matches=tuple(matches), searched=searched, next_cursor=next_cursor,
+            partial=partial and bool(matches), source=source,
         )
+
+    def _live_matches(
+        self, plan: QueryPlan, session_id: str | None, budget: int, partial: bool
+    ) -> tuple[list[SessionMatch], list[Any]] | None:
+        """Matches among this process's appended entries that the index does not show yet."""
+        assert self.live is not None
+        entries = []
+        for sid in self.live.live_sessions():
+            if session_id is not None and sid != session_id:
+                continue
+            if self.scope.kind == "sessions" and sid not in self.scope.ids:
+                continue
+            for entry in self.live.live_entries(sid):
+                record = entry.record
+                if self.scope.kind == "workspaces" and record.workspace_id not in self.scope.ids:
+                    break
+                if record.type not in plan.kinds or not (record.text or "").strip():
+                    continue
+                if plan.default_kinds and record.tool_name == SEARCH_TOOL_NAME:
+                    continue
+                entries.append(record)
+        if not entries:
+            return None
+        out = []
+        for record in entries:
+            text = record.text or ""
+            score: float | None = 0.0
+            if not plan.browse:
+                weight = 0.75 if record.type == "tool/call" else 1.0
+                score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
+            if score is None:
+                continue
+            out.append(SessionMatch(
+                session_id=record.session_id, entry_id=f"{record.session_id}:{record.seq}", seq=record.seq,
+                kind=record.type, turn=record.turn, role=record.role,
+                excerpt=excerpt(text, plan.words, budget), created_at=record.time, score=round(score, 4),
+            ))
+        return out, entries
 
     def _routing(self, session_id: str | None) -> str | None:
         return session_id if session_id is not None else self.scope.routing()
@@ -216,7 +267,15 @@ class OpenSearchProvider:
                 {"index": self.sessions_index, "routing": session_id},
                 {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": list(plan.filters)}}},
             ]
+        if self.live is not None:
+            lines += [
+                {"index": watermarks_index(self.settings.index_prefix), "ignore_unavailable": True},
+                {"size": 1000, "query": {"term": {"topic": self.live.topic}}},
+            ]
         responses = self._call(self.client.msearch, body=lines)["responses"]
+        if self.live is not None:
+            for hit in responses.pop()["hits"]["hits"]:
+                self.live.release_through(int(hit["_source"]["partition"]), int(hit["_source"]["offset"]))
         for response in responses:
             if "error" in response:
                 raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"count failed: {response['error']}")
