@@ -51,7 +51,8 @@ def word_clause(raw: str, folded: str) -> dict[str, Any]:
     for field, weight in _FIELDS:
         tiers.append(_const({"match": {f"{field}.exact": {"query": raw}}}, 8.0 * weight))
         tiers.append(_const({"match": {field: {"query": folded}}}, 4.0 * weight))
-        if len(folded) >= 3:
+        # A number one edit away is another number (acct_9931 is not acct_9932): no typo tier.
+        if len(folded) >= 3 and not any(ch.isdigit() for ch in folded):
             fuzzy = {"query": folded, "fuzziness": "AUTO", "prefix_length": 0, "max_expansions": 50}
             tiers.append(_const({"match": {field: fuzzy}}, 2.0 * weight))
             tiers.append(_const({"match": {f"{field}.tri": {"query": folded, "operator": "and"}}}, weight))
@@ -83,9 +84,11 @@ def search_body(
         should.append(_const({"match_phrase": {"text": {"query": plan.phrase}}}, _PHRASE_FOLDED))
     should.append(
         {
+            # Within a tier: more occurrences, rarer words, closer spellings, text over arguments.
             "multi_match": {
                 "query": " ".join(plan.words),
                 "fields": ["text", "args^0.3"],
+                "fuzziness": "AUTO",
                 "boost": _TIEBREAK,
             }
         }

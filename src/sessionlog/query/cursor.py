@@ -11,7 +11,7 @@ import orjson
 
 from sessionlog.query.errors import SessionQueryError
 
-__all__ = ["decode_cursor", "encode_cursor", "request_fingerprint"]
+__all__ = ["decode_cursor", "encode_cursor", "open_cursor", "request_fingerprint"]
 
 
 def request_fingerprint(*parts: object) -> str:
@@ -27,6 +27,15 @@ def encode_cursor(key: bytes, fingerprint: str, generation: int, after: list[Any
 def decode_cursor(key: bytes, cursor: str, fingerprint: str, generation: int) -> tuple[list[Any], bool]:
     """Return ``(search_after, partial)``; INVALID_CURSOR if tampered or for another request,
     STALE_CURSOR if the scope's corpus changed since the cursor was issued."""
+    after, partial, issued = open_cursor(key, cursor, fingerprint)
+    if issued != generation:
+        raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "the searched corpus changed; search again")
+    return after, partial
+
+
+def open_cursor(key: bytes, cursor: str, fingerprint: str) -> tuple[list[Any], bool, int]:
+    """Return ``(search_after, partial, generation)``; INVALID_CURSOR if tampered or for another
+    request. The caller compares the generation with the corpus's current one (STALE_CURSOR)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         mac, payload = raw[:16], raw[16:]
@@ -36,6 +45,7 @@ def decode_cursor(key: bytes, cursor: str, fingerprint: str, generation: int) ->
         data = None
     if not isinstance(data, dict) or data.get("f") != fingerprint or not isinstance(data.get("a"), list):
         raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
-    if data.get("g") != generation:
-        raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "the searched corpus changed; search again")
-    return list(data["a"]), bool(data.get("p"))
+    generation = data.get("g")
+    if not isinstance(generation, int):
+        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+    return list(data["a"]), bool(data.get("p")), generation

@@ -26,7 +26,7 @@ from sessionlog.query.contract import (
     SessionQueryRequest,
     SessionQueryResult,
 )
-from sessionlog.query.cursor import decode_cursor, encode_cursor, request_fingerprint
+from sessionlog.query.cursor import encode_cursor, open_cursor, request_fingerprint
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.excerpt import excerpt
 from sessionlog.query.live import live_feed, merge_live
@@ -166,22 +166,25 @@ class OpenSearchProvider:
         fingerprint = request_fingerprint(
             self.scope.fingerprint(), session_id, plan.words, plan.kinds, request.limit, budget
         )
-        searched, generation, exists = self._count(plan, routing, session_id)
-        if session_id is not None and not exists and self.scope.kind == "workspaces":
-            raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
         after: list[Any] | None = None
         partial = False
+        issued: int | None = None
         if request.cursor is not None:
-            after, partial = decode_cursor(self._key, request.cursor, fingerprint, generation)
+            after, partial, issued = open_cursor(self._key, request.cursor, fingerprint)
         single = session_id is not None or (self.scope.kind == "sessions" and len(self.scope.ids) == 1)
         size = request.limit + 1
         if plan.browse:
-            hits = self._search(browse_body(plan, size=size, single_session=single, search_after=after), routing)
+            body = browse_body(plan, size=size, single_session=single, search_after=after)
         else:
-            hits = self._search(search_body(plan, size=size, partial=partial, search_after=after), routing)
-            if not hits and after is None and len(plan.words) > 1:
-                partial = True
-                hits = self._search(search_body(plan, size=size, partial=True), routing)
+            body = search_body(plan, size=size, partial=partial, search_after=after)
+        searched, generation, exists, hits = self._round_trip(plan, routing, session_id, body)
+        if session_id is not None and not exists and self.scope.kind == "workspaces":
+            raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
+        if issued is not None and issued != generation:
+            raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "the searched corpus changed; search again")
+        if not plan.browse and not hits and after is None and len(plan.words) > 1:
+            partial = True
+            hits = self._search(search_body(plan, size=size, partial=True), routing)
         more = len(hits) > request.limit
         hits = hits[: request.limit]
         matches = [self._match(hit, plan, budget) for hit in hits]
@@ -257,11 +260,15 @@ class OpenSearchProvider:
                 "SESSION_QUERY_INDEX_FAILED", f"OpenSearch failed ({err.status_code}): {err.error}"
             ) from None
 
-    def _count(self, plan: QueryPlan, routing: str | None, session_id: str | None) -> tuple[int, int, bool]:
+    def _round_trip(
+        self, plan: QueryPlan, routing: str | None, session_id: str | None, body: dict[str, Any]
+    ) -> tuple[int, int, bool, list[dict[str, Any]]]:
+        """One ``_msearch``: the count (searched, generation), the page, the session's existence
+        (workspace scopes) and the searchability watermark (read-your-writes)."""
         header: dict[str, Any] = {"index": self.events_index}
         if routing:
             header["routing"] = routing
-        lines: list[dict[str, Any]] = [header, count_body(plan)]
+        lines: list[dict[str, Any]] = [header, count_body(plan), header, body]
         if session_id is not None and self.scope.kind == "workspaces":
             lines += [
                 {"index": self.sessions_index, "routing": session_id},
@@ -284,8 +291,8 @@ class OpenSearchProvider:
         searched = int(first["aggregations"]["searched"]["doc_count"])
         max_offset = first["aggregations"]["max_offset"].get("value") or 0
         generation = total * 1_000_003 + int(max_offset)
-        exists = total > 0 or (len(responses) > 1 and int(responses[1]["hits"]["total"]["value"]) > 0)
-        return searched, generation, exists
+        exists = total > 0 or (len(responses) > 2 and int(responses[2]["hits"]["total"]["value"]) > 0)
+        return searched, generation, exists, list(responses[1]["hits"]["hits"])
 
     def _search(self, body: dict[str, Any], routing: str | None) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = {"index": self.events_index, "body": body}

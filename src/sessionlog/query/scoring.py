@@ -34,7 +34,7 @@ def _word_tier(raw: str, folded: str, exact_tokens: set[str], folded_tokens: set
         return TIER_EXACT
     if folded in folded_tokens:
         return TIER_FOLDED
-    budget = typo_budget(folded)
+    budget = 0 if any(ch.isdigit() for ch in folded) else typo_budget(folded)
     if budget:
         for token in folded_tokens:
             if abs(len(token) - len(folded)) <= budget and OSA.distance(folded, token, score_cutoff=budget) <= budget:
