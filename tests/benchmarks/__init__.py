@@ -1,0 +1,5 @@
+"""On-demand benchmarks (issue 4): relevance and latency of sessionlog vs pg_trgm, SQLite FTS5, ILIKE.
+
+Never collected by the default test run (``testpaths`` are tests/unit and tests/integration, and no
+file here is named ``test_*.py``). Entry point: ``python -m tests.benchmarks.run --help``.
+"""
