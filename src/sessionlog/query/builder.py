@@ -45,6 +45,16 @@ def _const(query: dict[str, Any], boost: float) -> dict[str, Any]:
     return {"constant_score": {"filter": query, "boost": boost}}
 
 
+def trigrams(word: str, cap: int = 12) -> list[str]:
+    """The word's distinct 3-grams (at most ``cap``, spread over the word). A ``match`` on the
+    trigram field would OR them (they share a position); every one of them must be present."""
+    grams = list(dict.fromkeys(word[i : i + 3] for i in range(len(word) - 2)))
+    if len(grams) > cap:
+        step = (len(grams) - 1) / (cap - 1)
+        grams = [grams[round(i * step)] for i in range(cap)]
+    return grams
+
+
 def word_clause(raw: str, folded: str) -> dict[str, Any]:
     """Matches one query word in any tier; scores as the best tier it reaches."""
     tiers: list[dict[str, Any]] = []
@@ -55,7 +65,9 @@ def word_clause(raw: str, folded: str) -> dict[str, Any]:
         if len(folded) >= 3 and not any(ch.isdigit() for ch in folded):
             fuzzy = {"query": folded, "fuzziness": "AUTO", "prefix_length": 0, "max_expansions": 50}
             tiers.append(_const({"match": {field: fuzzy}}, 2.0 * weight))
-            tiers.append(_const({"match": {f"{field}.tri": {"query": folded, "operator": "and"}}}, weight))
+        if len(folded) >= 3:
+            grams = [{"term": {f"{field}.tri": gram}} for gram in trigrams(folded)]
+            tiers.append(_const({"bool": {"filter": grams}}, weight))
     return {"dis_max": {"queries": tiers}}
 
 
