@@ -223,6 +223,10 @@ class SurfaceState:
     def last_seq(self) -> int | None:
         return self._expected - 1 if self._expected else None
 
+    def classification_of(self, seq: int) -> Classification:
+        """The current classification of one folded seq (``log-only`` if never folded); O(1)."""
+        return self._classification.get(seq, "log-only")
+
     def nodes(self) -> tuple[int, ...]:
         """The current surface seqs in model-history order."""
         out: list[int] = []

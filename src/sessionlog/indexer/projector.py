@@ -76,7 +76,7 @@ class SessionProjection:
         if self.workspace_id is None:
             self.workspace_id = record.workspace_id
         if record.seq < self.next_seq:
-            state = self.fold.result().classification.get(record.seq, "log-only")
+            state = self.fold.classification_of(record.seq)
             doc = event_document(record, surface_state=state, partition=partition, offset=offset)
             return EventOutcome(self._create(record, doc), (), True, ())
         if record.seq > self.next_seq:

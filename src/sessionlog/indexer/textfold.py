@@ -14,9 +14,26 @@ from typing import Final
 
 __all__ = ["WORD_RE", "fold", "fold_with_offsets", "words"]
 
-#: A word is a maximal run of letters, digits and combining marks (the index's ``pattern`` tokenizer
-#: splits on everything else, so ``acct_9931`` is the two words ``acct`` and ``9931``).
-WORD_RE: Final = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _mark_class() -> str:
+    """A regex character class of every combining mark (Unicode categories Mn, Mc, Me)."""
+    ranges: list[tuple[int, int]] = []
+    # Marks live in planes 0 and 1 (and the variation selectors of plane 14); scanning only those
+    # keeps the import fast.
+    for cp in (*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)):
+        if unicodedata.category(chr(cp)).startswith("M"):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return "".join(f"\\U{a:08x}-\\U{b:08x}" if a != b else f"\\U{a:08x}" for a, b in ranges)
+
+
+#: A word is a maximal run of letters, digits and combining marks, like the index's ``pattern``
+#: tokenizer (``[^\\p{L}\\p{N}\\p{M}]+`` splits), so ``acct_9931`` is ``acct`` and ``9931`` and a
+#: Devanagari word keeps its vowel signs.
+WORD_RE: Final = re.compile(f"(?:[^\\W_]|[{_mark_class()}])+", re.UNICODE)
 
 #: Letters that have no Unicode decomposition but that Lucene's ASCIIFoldingFilter maps anyway.
 _SPECIAL: Final = {
@@ -33,27 +50,44 @@ def _fold_char(ch: str) -> str:
         return special
     if ch.isascii():
         return ch.lower()
+    # Like Lucene's ASCIIFoldingFilter: fold only what has an ASCII equivalent (é → e, ﬁ → fi);
+    # leave other scripts and standalone marks alone (the index does not fold them either).
     decomposed = unicodedata.normalize("NFKD", ch)
     stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return stripped.lower()
+    if stripped and stripped.isascii():
+        return stripped.lower()
+    return ch.lower()
+
+
+def _folded_pieces(text: str) -> list[str]:
+    """The fold of each character; a combining mark after a letter that folded to ASCII (a
+    decomposed ``e`` + U+0301) is dropped like the accent of a precomposed ``é``."""
+    out: list[str] = []
+    ascii_before = False
+    for ch in text:
+        if ascii_before and unicodedata.combining(ch):
+            out.append("")
+            continue
+        folded = _fold_char(ch)
+        out.append(folded)
+        ascii_before = bool(folded) and folded.isascii() and folded.isalnum()
+    return out
 
 
 def fold(text: str) -> str:
     """Lower-case and strip accents: ``"Đơn HÀNG"`` → ``"don hang"``."""
     if text.isascii():
         return text.lower()
-    return "".join(_fold_char(ch) for ch in text)
+    return "".join(_folded_pieces(text))
 
 
 def fold_with_offsets(text: str) -> tuple[str, list[int]]:
     """Fold ``text`` and return, for each folded character, the index of its source character."""
-    out: list[str] = []
     offsets: list[int] = []
-    for index, ch in enumerate(text):
-        folded = _fold_char(ch)
-        out.append(folded)
+    pieces = _folded_pieces(text)
+    for index, folded in enumerate(pieces):
         offsets.extend([index] * len(folded))
-    return "".join(out), offsets
+    return "".join(pieces), offsets
 
 
 def words(text: str) -> list[str]:

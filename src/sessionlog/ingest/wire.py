@@ -14,9 +14,9 @@ from typing import Annotated, Any, Final, Literal
 import orjson
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -73,7 +73,15 @@ Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
 EventType = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}$")]
 ShortText = Annotated[str, StringConstraints(max_length=512)]
 AttrKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
-AttrValue = Annotated[str, StringConstraints(max_length=1024)] | int | float | bool | None
+#: Integers are bounded to what the JSON encoder can write (64 bits); floats must be finite (JSON has
+#: no NaN or infinity, so the encoder would silently write ``null``).
+AttrValue = (
+    Annotated[str, StringConstraints(max_length=1024)]
+    | Annotated[int, Field(ge=-(2**63), lt=2**64)]
+    | Annotated[float, Field(allow_inf_nan=False)]
+    | bool
+    | None
+)
 
 
 def _parse_time(value: Any) -> Any:
@@ -111,8 +119,8 @@ class ReplaceOp(_Strict):
     """Replace the current surface nodes ``start``..``end`` (inclusive) with this event."""
 
     op: Literal["replace"]
-    start: int = Field(ge=0)
-    end: int = Field(ge=0)
+    start: int = Field(ge=0, lt=2**53)
+    end: int = Field(ge=0, lt=2**53)
 
 
 SurfaceOp = Annotated[AppendOp | ReplaceOp, Field(discriminator="op")]
@@ -127,8 +135,8 @@ class HeaderRecord(_Strict):
     session_id: Id
     created_at: Time
     parent_session_id: Id | None = None
-    seed_length: int | None = Field(default=None, ge=0)
-    delegation_depth: int = Field(default=0, ge=0)
+    seed_length: int | None = Field(default=None, ge=0, lt=2**53)
+    delegation_depth: int = Field(default=0, ge=0, lt=2**53)
     origin: ShortText | None = None
     agent_preset: ShortText | None = None
     title: ShortText | None = None
@@ -169,12 +177,21 @@ Record = Annotated[HeaderRecord | EventRecord, Field(discriminator="kind")]
 _RECORD: Final[TypeAdapter[HeaderRecord | EventRecord]] = TypeAdapter(Record)
 
 
+def _field(loc: tuple[int | str, ...]) -> str:
+    """The record field an error location points at: ``seq``, ``surface.start``, ``attrs.KEY``,
+    ``sources.3`` (without the kind tag, validator names, the surface op tag or attrs' value types)."""
+    parts = [str(p) for p in loc[1:] if not str(p).startswith("function")]
+    if parts[:1] == ["surface"] and len(parts) > 2:
+        del parts[1]
+    if parts[:1] == ["attrs"]:
+        parts = parts[:2]
+    return ".".join(parts)
+
+
 def _describe(err: ValidationError) -> str:
     parts = []
     for item in err.errors(include_url=False):
-        loc = ".".join(str(p) for p in item["loc"] if not str(p).startswith("function-after"))
-        loc = loc.removeprefix("event.").removeprefix("header.").removeprefix("event").removeprefix("header")
-        parts.append(f"{loc or 'record'}: {item['msg']}")
+        parts.append(f"{_field(item['loc']) or 'record'}: {item['msg']}")
     return "; ".join(parts)
 
 
@@ -183,7 +200,7 @@ def parse_record(data: Any) -> HeaderRecord | EventRecord:
     if not isinstance(data, dict):
         raise RecordRejected("record", f"value must be a JSON object, got {type(data).__name__}")
     version = data.get("v")
-    if version != WIRE_VERSION:
+    if type(version) is not int or version != WIRE_VERSION:
         raise RecordRejected("v", f"unsupported wire version {version!r} (this build reads v{WIRE_VERSION})")
     kind = data.get("kind")
     if kind not in ("header", "event"):
@@ -192,7 +209,7 @@ def parse_record(data: Any) -> HeaderRecord | EventRecord:
         return _RECORD.validate_python(data)
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
-        field = ".".join(str(p) for p in first["loc"][1:] if not str(p).startswith("function"))
+        field = _field(first["loc"])
         if not field:
             # A cross-field rule of the model: its message starts with the field it is about.
             found = re.search(r"error, ([a-z_]+): (.*)", first["msg"])

@@ -25,7 +25,9 @@ def first_match(text: str, words: Sequence[str], hints: Sequence[str] = ()) -> t
     Words of 3+ characters match inside tokens; shorter ones only as whole tokens (D3). Hints are
     the surface forms the index highlighted (e.g. the stored spelling a fuzzy query matched).
     """
-    folded, offsets = fold_with_offsets(text)
+    # ASCII folds one character to one character: skip the per-character offsets (1 MiB tool outputs).
+    offsets: list[int] | None
+    folded, offsets = (text.lower(), None) if text.isascii() else fold_with_offsets(text)
     best: tuple[int, int] | None = None
     for word in words:
         if not word:
@@ -43,8 +45,10 @@ def first_match(text: str, words: Sequence[str], hints: Sequence[str] = ()) -> t
             at = folded.find(fold(hint)) if hint else -1
             if at >= 0 and (best is None or at < best[0]):
                 best = (at, at + len(fold(hint)))
-    if best is None or not offsets:
+    if best is None or not folded:
         return (0, 0)
+    if offsets is None:
+        return best
     start = offsets[best[0]]
     end = offsets[min(best[1], len(offsets)) - 1] + 1
     return (start, end)
@@ -64,6 +68,8 @@ def excerpt(text: str, words: Sequence[str], budget: int, hints: Sequence[str] =
     right = _SPACE.sub(" ", text[start:hi])
     if lo == 0:
         left = left.lstrip()
+        if not left:  # no match (start 0) or only whitespace before it: the text's own start
+            right = right.lstrip()
     if hi == len(text):
         right = right.rstrip()
     whole = left + right

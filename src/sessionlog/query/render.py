@@ -8,6 +8,15 @@ from sessionlog.query.contract import SessionQueryResult
 
 __all__ = ["render_result"]
 
+_ECHO_CHARS = 200
+
+
+def _echo(query: str) -> str:
+    """The query as echoed back: one line (control characters and whitespace runs become one
+    space) and bounded, so a 10,000-character query cannot blow up the output."""
+    flat = " ".join("".join(" " if not ch.isprintable() else ch for ch in query).split())
+    return flat if len(flat) <= _ECHO_CHARS else flat[: _ECHO_CHARS - 1] + "…"
+
 
 def render_result(result: SessionQueryResult, query: str) -> str:
     """``K matches (searched N entries):`` then a ``[seq S, turn T, ROLE] score X.X · time`` line and
@@ -15,7 +24,7 @@ def render_result(result: SessionQueryResult, query: str) -> str:
     if not result.matches:
         if result.searched == 0:
             return "No searchable history yet in this session."
-        return f'No entries matched "{query}" (searched {result.searched} entries).'
+        return f'No entries matched "{_echo(query)}" (searched {result.searched} entries).'
     count = len(result.matches)
     noun = "match" if count == 1 else "matches"
     if result.partial:

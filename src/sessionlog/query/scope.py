@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from sessionlog.query.errors import SessionQueryError
 
@@ -20,7 +20,7 @@ def _check_ids(kind: str, ids: tuple[str, ...]) -> tuple[str, ...]:
     for value in ids:
         if not isinstance(value, str) or not value.strip():
             raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", f"{kind} id must not be empty or blank")
-        if not _ID.match(value):
+        if not _ID.fullmatch(value):
             raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", f"{kind} id {value!r} is not a valid id")
     return tuple(dict.fromkeys(ids))
 
@@ -32,6 +32,17 @@ class Scope(BaseModel):
 
     kind: Literal["sessions", "workspaces"]
     ids: tuple[str, ...]
+    ops: bool = False
+
+    @model_validator(mode="after")
+    def _checked(self) -> Scope:
+        # The constructor is public too: it must not bypass the rules of the named constructors.
+        _check_ids(self.kind.removesuffix("s"), self.ids)
+        if self.kind == "workspaces" and len(set(self.ids)) > 1 and not self.ops:
+            raise SessionQueryError(
+                "SESSION_QUERY_INVALID_SCOPE", "several workspaces need an explicit ops=True scope"
+            )
+        return self
 
     @classmethod
     def session(cls, session_id: str) -> Scope:
@@ -47,12 +58,7 @@ class Scope(BaseModel):
 
     @classmethod
     def workspaces(cls, workspace_ids: tuple[str, ...] | list[str], *, ops: bool = False) -> Scope:
-        ids = _check_ids("workspace", tuple(workspace_ids))
-        if len(ids) > 1 and not ops:
-            raise SessionQueryError(
-                "SESSION_QUERY_INVALID_SCOPE", "several workspaces need an explicit ops=True scope"
-            )
-        return cls(kind="workspaces", ids=ids)
+        return cls(kind="workspaces", ids=_check_ids("workspace", tuple(workspace_ids)), ops=ops)
 
     def filter(self) -> dict[str, Any]:
         """The server-side filter clause that every query path of this scope carries."""

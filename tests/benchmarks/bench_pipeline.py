@@ -1,0 +1,250 @@
+"""Indexer throughput against the raw bulk ceiling, and append → searchable freshness.
+
+    python -m tests.benchmarks.bench_pipeline --events 50000 [--report]
+
+* throughput: the same corpus records (a) produced to a fresh topic and indexed end to end by the
+  real worker (Kafka → projection → routed bulk → commit), and (b) projected and sent straight to
+  OpenSearch with ``opensearchpy.helpers.parallel_bulk`` (no Kafka, no fold state, no commits):
+  the ceiling. Both into fresh indices with the same template; the ratio is (a)/(b).
+* freshness: a steady stream of appends (``--rate`` per second) through the ``Appender`` while a
+  worker runs; for a sample of entries we poll the provider until each is searchable and record
+  append → searchable.
+
+Results go to tests/benchmarks/results/pipeline-*.json; ``--report`` rewrites the pipeline section
+of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from kafka import KafkaProducer
+from opensearchpy import helpers
+from rich.console import Console
+from rich.progress import Progress
+
+from sessionlog.indexer import IndexerSettings, IndexerWorker, OpenSearchSettings, OpenSearchView
+from sessionlog.indexer.document import event_document
+from sessionlog.ingest import Appender, KafkaSettings, ensure_topics, parse_record
+from sessionlog.ingest.wire import EventRecord
+from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
+from tests.benchmarks.corpus import Corpus, CorpusConfig
+from tests.benchmarks.machine import machine_info
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- BEGIN pipeline -->", "<!-- END pipeline -->"
+
+
+def _records(events: int) -> list[dict[str, Any]]:
+    return list(Corpus(CorpusConfig(entries=events, seed=11)).records())
+
+
+def _cleanup(view: OpenSearchView, kafka: KafkaSettings) -> None:
+    from kafka import KafkaAdminClient
+
+    view.drop()
+    admin = KafkaAdminClient(**kafka.client_config())
+    try:
+        admin.delete_topics([kafka.topic, f"{kafka.topic}.dlq"])
+    finally:
+        admin.close()
+
+
+def throughput(events: int, console: Console) -> dict[str, Any]:
+    records = _records(events)
+    run = uuid.uuid4().hex[:8]
+    kafka = KafkaSettings().model_copy(update={"topic": f"bench.pipeline.{run}"})
+    ensure_topics(kafka)
+    producer = KafkaProducer(**kafka.client_config(), linger_ms=20, batch_size=512 * 1024, compression_type="zstd")
+    for record in records:
+        producer.send(kafka.topic, key=record["session_id"].encode(), value=orjson.dumps(record))
+    producer.flush()
+    producer.close()
+    n_events = sum(1 for r in records if r["kind"] == "event")
+
+    opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-tp-{run}"})
+    settings = IndexerSettings().model_copy(update={"group_id": f"bench-{run}", "batch_max": 2000})
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("indexer (Kafka → OpenSearch)", total=len(records))
+        started = time.monotonic()
+        with IndexerWorker(kafka, opensearch, settings) as worker:
+            stats = worker.run(until_idle=True, on_batch=lambda s: progress.update(task, completed=s.consumed))
+        indexer_s = time.monotonic() - started
+    view = OpenSearchView(opensearch)
+
+    raw = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-raw-{run}"})
+    raw_view = OpenSearchView(raw)
+    raw_view.ensure_schema()
+    parsed = [parse_record(r) for r in records]
+    docs = [
+        {"_index": raw_view.events, "_id": r.doc_id, "_routing": r.session_id,
+         "_source": event_document(r, surface_state="current")}
+        for r in parsed if isinstance(r, EventRecord)
+    ]
+    started = time.monotonic()
+    for ok, item in helpers.parallel_bulk(raw_view.client, docs, thread_count=2, chunk_size=2000,
+                                          raise_on_error=False):
+        if not ok:
+            raise RuntimeError(f"raw bulk failed: {item}")
+    raw_view.refresh()
+    raw_s = time.monotonic() - started
+    result = {
+        "events": n_events,
+        "records": len(records),
+        "indexer_seconds": indexer_s,
+        "indexer_events_per_s": n_events / indexer_s,
+        "raw_bulk_seconds": raw_s,
+        "raw_events_per_s": n_events / raw_s,
+        "ratio": (n_events / indexer_s) / (n_events / raw_s),
+        "indexed": stats.indexed,
+        "dead_lettered": stats.dead_lettered,
+    }
+    _cleanup(view, kafka)
+    raw_view.drop()
+    view.close()
+    raw_view.close()
+    return result
+
+
+def freshness(rate: float, seconds: float, console: Console) -> dict[str, Any]:
+    run = uuid.uuid4().hex[:8]
+    kafka = KafkaSettings().model_copy(update={"topic": f"bench.fresh.{run}"})
+    ensure_topics(kafka)
+    opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-fresh-{run}"})
+    settings = IndexerSettings().model_copy(update={"group_id": f"bench-fresh-{run}", "poll_timeout_ms": 100})
+    stop = threading.Event()
+    worker = IndexerWorker(kafka, opensearch, settings, watermark_interval_s=0.25)
+    thread = threading.Thread(target=lambda: worker.run(stop=stop))
+    thread.start()
+    provider = OpenSearchProvider(Scope.workspace("fresh"), opensearch)
+    samples: list[float] = []
+    total = int(rate * seconds)
+    interval = 1.0 / rate
+    try:
+        with Appender(kafka) as appender, Progress(console=console, transient=True) as progress:
+            task = progress.add_task(f"freshness at {rate:.0f}/s", total=total)
+            next_at = time.monotonic()
+            pending: list[tuple[str, int, float]] = []
+            for seq in range(total):
+                word = f"needle{run}x{seq}"
+                appender.append({"v": 1, "kind": "event", "workspace_id": "fresh", "session_id": f"f-{seq % 20}",
+                                 "seq": seq // 20, "type": "user/message", "role": "user",
+                                 "surface": {"op": "append"}, "time": datetime.now(UTC).isoformat(),
+                                 "text": f"steady load entry {word}"})
+                if seq % 25 == 0:
+                    pending.append((word, seq, time.monotonic()))
+                progress.advance(task)
+                still = []
+                for word_, seq_, t0 in pending:
+                    hits = provider.search(SessionQueryRequest(query=word_, limit=1)).matches
+                    if hits:
+                        samples.append(time.monotonic() - t0)
+                    else:
+                        still.append((word_, seq_, t0))
+                pending = still
+                next_at += interval
+                time.sleep(max(0.0, next_at - time.monotonic()))
+            deadline = time.monotonic() + 30
+            while pending and time.monotonic() < deadline:
+                still = []
+                for word_, seq_, t0 in pending:
+                    if provider.search(SessionQueryRequest(query=word_, limit=1)).matches:
+                        samples.append(time.monotonic() - t0)
+                    else:
+                        still.append((word_, seq_, t0))
+                pending = still
+                time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        view = worker.view
+        worker.close()
+        cleanup_view = OpenSearchView(opensearch)
+        _cleanup(cleanup_view, kafka)
+        cleanup_view.close()
+        del view
+    samples.sort()
+    q = statistics.quantiles(samples, n=100) if len(samples) >= 2 else [float("nan")] * 99
+    return {"rate_per_s": rate, "seconds": seconds, "samples": len(samples),
+            "p50_s": statistics.median(samples) if samples else None, "p99_s": q[98], "max_s": max(samples or [0])}
+
+
+def render(result: dict[str, Any]) -> str:
+    tp, fr, m = result["throughput"], result["freshness"], result["machine"]
+    lines = [
+        BEGIN,
+        "## Pipeline: indexer throughput and freshness",
+        "",
+        f"Run {result['finished_at']} on {m.get('nproc')} cores ({m.get('cpu_model')}), load average at start "
+        f"{'/'.join(f'{x:.1f}' for x in m.get('loadavg_at_start') or [])}. Command: `{result['command']}`.",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| events | {tp['events']:,} |",
+        f"| indexer end to end (Kafka → worker → OpenSearch, commits) | {tp['indexer_events_per_s']:,.0f} events/s |",
+        f"| raw ceiling (same documents, `parallel_bulk`, no Kafka) | {tp['raw_events_per_s']:,.0f} events/s |",
+        f"| **ratio** (target ≥ 0.7) | **{tp['ratio']:.2f}** |",
+        f"| freshness at {fr['rate_per_s']:.0f} appends/s, {fr['samples']} samples: p50 / p99 / max "
+        f"(target p50 ≤ 1.5 s) | {fr['p50_s']:.2f} s / {fr['p99_s']:.2f} s / {fr['max_s']:.2f} s |",
+        "",
+        "Freshness is append (caller's thread) → the entry is returned by a provider search; it includes the "
+        "producer's linger, the worker's poll, the bulk write and the refresh the worker triggers before it "
+        "publishes the watermark (every 0.25 s here).",
+        END,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(result: dict[str, Any]) -> None:
+    section = render(result)
+    text = DOCS.read_text(encoding="utf-8") if DOCS.exists() else "# Benchmarks\n\n"
+    if BEGIN in text and END in text:
+        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END) + "\n?", lambda _: section, text, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    DOCS.write_text(text, encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--rate", type=float, default=200.0, help="appends per second for freshness")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args()
+    console = Console()
+    result: dict[str, Any] = {"kind": "pipeline", "started_at": datetime.now(UTC).isoformat(),
+                              "command": f"python -m tests.benchmarks.bench_pipeline --events {args.events} "
+                                         f"--rate {args.rate:g} --seconds {args.seconds:g}",
+                              "machine": machine_info()}
+    console.rule("throughput")
+    result["throughput"] = throughput(args.events, console)
+    console.print(result["throughput"])
+    console.rule("freshness")
+    result["freshness"] = freshness(args.rate, args.seconds, console)
+    console.print(result["freshness"])
+    result["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"pipeline-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
+    path.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    console.print(f"result: {path}")
+    if args.report:
+        write_report(result)
+        console.print(f"wrote {DOCS}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,221 @@
+"""Import direction between the packages, and pure modules free of I/O, read from the source (AST).
+
+ingest → (nothing of ours above it); indexer → ingest; query → ingest and the indexer's pure schema
+modules only; cli → anything. Imports inside functions and under ``TYPE_CHECKING`` count too: a
+type-only import from a higher layer is still a dependency in the wrong direction.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import sessionlog
+
+SRC = Path(sessionlog.__file__).parent
+ROOT = "sessionlog"
+
+#: The indexer modules the query side may read: the schema of the read model and the pure folds.
+QUERY_MAY_IMPORT_FROM_INDEXER = frozenset(
+    {
+        "sessionlog.indexer.document",
+        "sessionlog.indexer.textfold",
+        "sessionlog.indexer.fold",
+        "sessionlog.indexer.settings",
+    }
+)
+
+PURE_MODULES = (
+    "sessionlog.ingest.wire",
+    "sessionlog.indexer.document",
+    "sessionlog.indexer.textfold",
+    "sessionlog.indexer.fold",
+    "sessionlog.indexer.projector",
+    "sessionlog.indexer.deadletter",
+    "sessionlog.query.builder",
+    "sessionlog.query.excerpt",
+    "sessionlog.query.render",
+    "sessionlog.query.cursor",
+    "sessionlog.query.scope",
+    "sessionlog.query.contract",
+    "sessionlog.query.errors",
+)
+#: Top-level modules that do I/O; a pure module imports none of them (nor a submodule of one).
+IO_MODULES = frozenset({"kafka", "opensearchpy", "socket", "requests", "urllib3", "sqlite3"})
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    target: str  # the imported module (``from a.b import c`` gives ``a.b`` and, if a module, ``a.b.c``)
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.line} imports {self.target}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _resolve_relative(module: str, is_package: bool, level: int, name: str | None) -> str:
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+@cache
+def parsed(module: str) -> ast.Module:
+    return ast.parse(modules()[module].read_text(encoding="utf-8"), filename=str(modules()[module]))
+
+
+@cache
+def imports_of(module: str) -> tuple[Import, ...]:
+    is_package = modules()[module].name == "__init__.py"
+    found: list[Import] = []
+    for node in ast.walk(parsed(module)):
+        if isinstance(node, ast.Import):
+            found.extend(Import(module, alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = _resolve_relative(module, is_package, node.level, node.module)
+            found.append(Import(module, base, node.lineno))
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                if candidate in modules():
+                    found.append(Import(module, candidate, node.lineno))
+    return tuple(found)
+
+
+_ENV = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
+
+
+def env_hits(tree: ast.AST, module: str) -> list[str]:
+    """``os.environ`` / ``os.getenv`` / ``os.putenv`` uses and ``from os import environ``-style imports."""
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os":
+            hits += [f"{module}:{node.lineno} uses os.{node.attr}"] if node.attr in _ENV else []
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            hits += [f"{module}:{node.lineno} imports os.{a.name}" for a in node.names if a.name in _ENV]
+    return hits
+
+
+def env_access(module: str) -> list[str]:
+    return env_hits(parsed(module), module)
+
+
+def in_package(target: str, package: str) -> bool:
+    return target == package or target.startswith(package + ".")
+
+
+def violations(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        str(imp)
+        for module in modules()
+        if in_package(module, package)
+        for imp in imports_of(module)
+        if any(in_package(imp.target, other) for other in forbidden)
+    ]
+
+
+# -- the walker sees what it should -----------------------------------------------------------------
+
+
+def test_the_walker_finds_imports() -> None:
+    assert {"sessionlog.ingest", "sessionlog.indexer", "sessionlog.query", "sessionlog.ingest.wire"} <= set(
+        modules()
+    )
+    builder = {imp.target for imp in imports_of("sessionlog.query.builder")}
+    assert "sessionlog.indexer.document" in builder
+    assert any(in_package(imp.target, "kafka") for imp in imports_of("sessionlog.ingest.topics"))
+    assert _resolve_relative("a.b.c", False, 1, "d") == "a.b.d"
+    assert _resolve_relative("a.b", True, 2, None) == "a"
+
+
+# -- direction ---------------------------------------------------------------------------------------
+
+
+def test_ingest_imports_nothing_above_it() -> None:
+    assert violations("sessionlog.ingest", ("sessionlog.indexer", "sessionlog.query", "sessionlog.cli")) == []
+
+
+def test_indexer_imports_neither_query_nor_cli() -> None:
+    assert violations("sessionlog.indexer", ("sessionlog.query", "sessionlog.cli")) == []
+
+
+def test_query_imports_no_cli() -> None:
+    assert violations("sessionlog.query", ("sessionlog.cli",)) == []
+
+
+def test_query_reads_only_the_indexer_schema_modules() -> None:
+    wrong = [
+        str(imp)
+        for module in modules()
+        if in_package(module, "sessionlog.query")
+        for imp in imports_of(module)
+        if in_package(imp.target, "sessionlog.indexer") and imp.target not in QUERY_MAY_IMPORT_FROM_INDEXER
+    ]
+    assert wrong == [], "query may import only " + ", ".join(sorted(QUERY_MAY_IMPORT_FROM_INDEXER))
+    assert set(modules()) >= QUERY_MAY_IMPORT_FROM_INDEXER
+
+
+# -- purity ------------------------------------------------------------------------------------------
+
+
+def test_every_pure_module_exists() -> None:
+    assert set(PURE_MODULES) <= set(modules())
+
+
+def _ours(module: str) -> set[str]:
+    """The sessionlog modules ``module`` imports (package ``__init__`` files are not followed)."""
+    return {imp.target for imp in imports_of(module) if imp.target in modules() and imp.target != ROOT} - {
+        m for m in modules() if modules()[m].name == "__init__.py"
+    }
+
+
+def closure(module: str) -> set[str]:
+    seen, todo = {module}, [module]
+    while todo:
+        for target in _ours(todo.pop()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+@pytest.mark.parametrize("pure", PURE_MODULES)
+def test_pure_modules_do_no_io(pure: str) -> None:
+    """Neither the module nor any module of ours it imports touches a network client, a database or
+    the process environment."""
+    problems = []
+    for module in sorted(closure(pure)):
+        problems += [str(imp) for imp in imports_of(module) if imp.target.split(".")[0] in IO_MODULES]
+        problems += env_access(module)
+    assert problems == []
+
+
+def test_the_purity_check_is_not_vacuous() -> None:
+    assert closure("sessionlog.indexer.projector") >= {
+        "sessionlog.indexer.document",
+        "sessionlog.indexer.fold",
+        "sessionlog.ingest.wire",
+        "sessionlog.ingest.errors",
+    }
+    assert any(imp.target.split(".")[0] in IO_MODULES for imp in imports_of("sessionlog.query.clients"))
+    sample = ast.parse("import os\nfrom os import getenv\nx = os.environ['A']\ny = os.path.join('a')\n")
+    assert env_hits(sample, "m") == ["m:2 imports os.getenv", "m:3 uses os.environ"]
