@@ -115,7 +115,7 @@ def test_workspace_scope_never_returns_another_workspace(loaded: Pipeline) -> No
         allowed = {_session(i)[1] for i in range(SESSIONS) if _session(i)[0] == ws}
         for query in ("report deploy", "", "Zurich", "ledger budget"):
             result = provider.search(SessionQueryRequest(query=query, limit=50))
-            assert result.matches
+            assert result.matches or query == "Zurich"  # only ws-1 holds the Zürich needle
             assert {m.session_id for m in result.matches} <= allowed
         foreign = next(_session(i)[1] for i in range(SESSIONS) if _session(i)[0] != ws)
         with pytest.raises(SessionQueryError) as err:

@@ -1,35 +1,124 @@
-"""Ingest: the wire format and the appender agents embed. Imports nothing from indexer or query."""
+"""Ingest: the wire format and the appender agents embed. Imports nothing from indexer or query.
 
-from sessionlog.ingest.appender import AppendHandle, Appender, Position
-from sessionlog.ingest.errors import AppenderClosed, IngestError, LogUnavailable, RecordRejected
-from sessionlog.ingest.settings import KafkaSettings
-from sessionlog.ingest.topics import dlq_topic, ensure_topics
-from sessionlog.ingest.wire import (
-    AppendOp,
-    EventRecord,
-    HeaderRecord,
-    ReplaceOp,
-    decode_record,
-    encode_record,
-    parse_record,
-)
+Names load on first use: importing the wire format (the query side does) does not start
+loading the Kafka client.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessionlog.ingest.appender import Appender, AppenderStats, AppendHandle, Position, get_appender
+    from sessionlog.ingest.errors import (
+        AppenderClosed,
+        BufferFull,
+        IngestError,
+        LogUnavailable,
+        RecordRejected,
+        SequenceError,
+        SessionBusy,
+        SpoolError,
+        SpoolFull,
+        SpoolLocked,
+    )
+    from sessionlog.ingest.live import LiveEntry, LiveLog
+    from sessionlog.ingest.session import LastSeqLookup, SessionWriter
+    from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
+    from sessionlog.ingest.spool import Spool, SpoolRecord, open_slot
+    from sessionlog.ingest.topics import dlq_topic, ensure_topics
+    from sessionlog.ingest.wire import (
+        AppendOp,
+        EventRecord,
+        HeaderRecord,
+        ReplaceOp,
+        decode_record,
+        encode_record,
+        parse_record,
+    )
+
+_WHERE = {
+    "Appender": "appender",
+    "AppenderStats": "appender",
+    "AppendHandle": "appender",
+    "Position": "appender",
+    "get_appender": "appender",
+    "AppenderClosed": "errors",
+    "BufferFull": "errors",
+    "IngestError": "errors",
+    "LogUnavailable": "errors",
+    "RecordRejected": "errors",
+    "SequenceError": "errors",
+    "SessionBusy": "errors",
+    "SpoolError": "errors",
+    "SpoolFull": "errors",
+    "SpoolLocked": "errors",
+    "LiveEntry": "live",
+    "LiveLog": "live",
+    "LastSeqLookup": "session",
+    "SessionWriter": "session",
+    "AppenderSettings": "settings",
+    "KafkaSettings": "settings",
+    "Spool": "spool",
+    "SpoolRecord": "spool",
+    "open_slot": "spool",
+    "dlq_topic": "topics",
+    "ensure_topics": "topics",
+    "AppendOp": "wire",
+    "EventRecord": "wire",
+    "HeaderRecord": "wire",
+    "ReplaceOp": "wire",
+    "decode_record": "wire",
+    "encode_record": "wire",
+    "parse_record": "wire",
+}
 
 __all__ = [
     "AppendHandle",
     "AppendOp",
     "Appender",
     "AppenderClosed",
+    "AppenderSettings",
+    "AppenderStats",
+    "BufferFull",
     "EventRecord",
     "HeaderRecord",
     "IngestError",
     "KafkaSettings",
+    "LastSeqLookup",
+    "LiveEntry",
+    "LiveLog",
     "LogUnavailable",
     "Position",
     "RecordRejected",
     "ReplaceOp",
+    "SequenceError",
+    "SessionBusy",
+    "SessionWriter",
+    "Spool",
+    "SpoolError",
+    "SpoolFull",
+    "SpoolLocked",
+    "SpoolRecord",
     "decode_record",
     "dlq_topic",
     "encode_record",
     "ensure_topics",
+    "get_appender",
+    "open_slot",
     "parse_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessionlog.ingest' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"sessionlog.ingest.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

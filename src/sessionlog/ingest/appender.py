@@ -1,28 +1,94 @@
-"""The appender agents embed: validated, keyed, batched, acknowledged appends to the session topic."""
+"""The appender agents embed: validated, sequenced, spooled, asynchronously acknowledged appends.
+
+``append()`` validates on the caller's thread, writes the entry to the local spool (durable mode)
+and hands it to a bounded in-memory queue; one background sender thread per appender owns the
+KafkaProducer, drains the queue, re-reads the spool after an outage and resolves each entry's
+:class:`AppendHandle` with the broker's acknowledgement. See docs/ingest.md for the exact
+guarantees; the invariants the code below keeps are:
+
+* every entry gets a *ticket* (process-local order of acceptance) under ``_lock``;
+* an entry that is only in memory (no spool record id, ``rid``) is always newer than every
+  record in the spool, so the spool followed by memory is the acceptance order;
+* the sender reads the spool only when the queue is empty (``_spilling``) and leaves that mode
+  under ``_lock`` when it has read everything, so nothing overtakes anything of its session.
+"""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import heapq
+import logging
+import os
+import re
 import threading
-from collections.abc import Mapping
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
 from kafka import KafkaProducer
+from kafka import errors as kafka_errors
 from kafka.errors import KafkaError
 
-from sessionlog.ingest.errors import AppenderClosed, LogUnavailable, RecordRejected
-from sessionlog.ingest.settings import KafkaSettings
+from sessionlog.ingest.errors import (
+    AppenderClosed,
+    BufferFull,
+    IngestError,
+    LogUnavailable,
+    RecordRejected,
+    SessionBusy,
+    SpoolFull,
+)
+from sessionlog.ingest.live import LiveLog
+from sessionlog.ingest.session import LastSeqLookup, SessionWriter
+from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
+from sessionlog.ingest.spool import Spool, encode_frame, open_slot
 from sessionlog.ingest.wire import (
     MAX_RECORD_BYTES,
     EventRecord,
     HeaderRecord,
+    decode_record,
     encode_key,
     encode_record,
     parse_record,
 )
 
-__all__ = ["AppendHandle", "Appender", "Position", "producer_config"]
+__all__ = [
+    "AppendHandle",
+    "Appender",
+    "AppenderStats",
+    "Position",
+    "get_appender",
+    "producer_config",
+]
+
+log = logging.getLogger("sessionlog.ingest.appender")
+
+_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_BATCH_RECORDS = 512
+_BATCH_BYTES = 1024 * 1024
+_LAST_SEQS_MAX = 100_000
+#: Errors after which re-sending the same record cannot succeed.
+_FATAL: tuple[type[BaseException], ...] = tuple(
+    cls
+    for cls in (
+        getattr(kafka_errors, name, None)
+        for name in (
+            "MessageSizeTooLargeError",
+            "RecordListTooLargeError",
+            "InvalidTopicError",
+            "AuthorizationError",
+            "AuthenticationFailedError",
+            "InvalidRecordError",
+            "UnsupportedForMessageFormatError",
+        )
+    )
+    if isinstance(cls, type)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,21 +100,119 @@ class Position:
 
 
 class AppendHandle:
-    """A pending append; :meth:`result` waits for the broker's acknowledgement."""
+    """A pending append: :meth:`result` waits for the broker's acknowledgement."""
 
-    def __init__(self, future: Any, record: HeaderRecord | EventRecord) -> None:
-        self._future = future
+    __slots__ = ("__weakref__", "_done", "_error", "_event", "_position", "record")
+    #: Guards the lazy creation of ``_event``: most handles are never waited on, and an Event
+    #: (a Condition and two locks) would cost the caller more than the rest of ``append``.
+    _guard = threading.Lock()
+
+    def __init__(self, record: HeaderRecord | EventRecord) -> None:
         self.record = record
+        self._done = False
+        self._event: threading.Event | None = None
+        self._position: Position | None = None
+        self._error: IngestError | None = None
 
     def done(self) -> bool:
-        return bool(self._future.is_done)
+        """Whether the append was acknowledged or failed for good."""
+        return self._done
+
+    def _wait(self, timeout: float | None) -> bool:
+        if self._done:
+            return True
+        with AppendHandle._guard:
+            if self._done:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def result(self, timeout: float | None = 30.0) -> Position:
+        """The record's position once the broker acknowledged it (all in-sync replicas).
+
+        Raises :class:`LogUnavailable` when that did not happen within ``timeout`` (the record is
+        still queued or spooled and will be sent later) or when the appender was closed before.
+        """
+        if not self._wait(timeout):
+            raise LogUnavailable(
+                f"broker did not acknowledge {self.record.session_id} within {timeout}s "
+                "(the entry stays queued/spooled)"
+            )
+        if self._error is not None:
+            raise self._error
+        assert self._position is not None
+        return self._position
+
+    def exception(self, timeout: float | None = 30.0) -> IngestError | None:
+        """The error the append ended with (None when acknowledged). Waits like :meth:`result`."""
         try:
-            meta = self._future.get(timeout=timeout)
-        except KafkaError as err:
-            raise LogUnavailable(f"broker did not acknowledge {self.record.session_id}: {err}") from err
-        return Position(partition=meta.partition, offset=meta.offset)
+            self.result(timeout)
+        except IngestError as err:
+            return err
+        return None
+
+    def _finish(self, position: Position | None, error: IngestError | None) -> None:
+        with AppendHandle._guard:
+            if self._done:
+                return
+            self._position, self._error = position, error
+            self._done = True
+            event = self._event
+        if event is not None:
+            event.set()
+
+    def _resolve(self, position: Position) -> None:
+        self._finish(position, None)
+
+    def _fail(self, error: IngestError) -> None:
+        self._finish(None, error)
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._done else (self._position or self._error)
+        return f"AppendHandle({self.record.session_id!r}, {state})"
+
+
+@dataclass(frozen=True, slots=True)
+class AppenderStats:
+    """Counters of one appender (since it was created, or since a fork for a child)."""
+
+    appended: int
+    acknowledged: int
+    spooled: int
+    replayed: int
+    resent: int
+    rejected: int
+    queued: int
+    inflight: int
+    spool_unacked: int
+    spilling: bool
+    spool_dir: str | None
+
+
+class _Item:
+    """One entry on its way to the broker."""
+
+    __slots__ = ("handle", "key", "rid", "seq", "session_id", "size", "ticket", "value")
+
+    def __init__(
+        self,
+        ticket: int,
+        key: bytes,
+        value: bytes,
+        seq: int | None,
+        handle: AppendHandle | None,
+        rid: int | None = None,
+    ) -> None:
+        self.ticket = ticket
+        self.key = key
+        self.value = value
+        self.seq = seq
+        self.handle = handle
+        self.rid = rid
+        self.size = len(key) + len(value)
+        self.session_id = key.decode("utf-8")
 
 
 def _compression() -> str:
@@ -61,67 +225,202 @@ def _compression() -> str:
     return "gzip"
 
 
-def producer_config(settings: KafkaSettings) -> dict[str, Any]:
-    """Producer settings: every acknowledged record is on all in-sync replicas, never duplicated."""
+def producer_config(settings: KafkaSettings, options: AppenderSettings | None = None) -> dict[str, Any]:
+    """Producer settings: every acknowledged record is on all in-sync replicas, never duplicated by
+    the producer's own retries, and records are retried until the appender gives up (never the
+    producer: ``delivery_timeout_ms`` is effectively infinite so an outage never reorders a
+    partition). ``api_version`` is never set: kafka-python negotiates it."""
+    options = options or AppenderSettings(spool=False, durable=False)
+    connect_ms = int(options.connect_timeout_s * 1000)
     return {
         **settings.client_config(),
         "acks": "all",
         "enable_idempotence": True,
         "compression_type": _compression(),
-        "linger_ms": 5,
-        "batch_size": 256 * 1024,
+        "linger_ms": options.linger_ms,
+        "batch_size": options.batch_size,
         "max_request_size": MAX_RECORD_BYTES + 64 * 1024,
-        "retries": 2**31 - 1,
-        "delivery_timeout_ms": 120_000,
+        "max_in_flight_requests_per_connection": 5,
+        "delivery_timeout_ms": 2**31 - 1,
+        "max_block_ms": connect_ms,
+        "bootstrap_timeout_ms": connect_ms,
+        "reconnect_backoff_max_ms": 1000,
+        "retry_backoff_ms": 100,
     }
+
+
+def _default_producer(config: dict[str, Any]) -> Any:
+    return KafkaProducer(**config)
+
+
+class _Throttle:
+    """Log the same warning at most once per ``every`` seconds."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self._last: dict[str, float] = {}
+
+    def warn(self, key: str, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._last.get(key, -1e9) >= self.every:
+            self._last[key] = now
+            log.warning(message, *args)
 
 
 class Appender:
     """Thread-safe appender of session headers and events to the Kafka topic.
 
-    Connects lazily on the first append; ``append`` validates on the caller's thread (a
-    :class:`RecordRejected` names the field) and returns a handle without waiting for the broker.
+    ``append`` validates on the caller's thread (a :class:`RecordRejected` names the field) and
+    returns a handle without any network round trip; the broker is contacted lazily by the
+    sender thread. ``options`` (:class:`AppenderSettings`) choose durable or memory mode, the
+    spool, the queue bounds and the timeouts; ``last_seq_lookup`` lets :meth:`session` resume a
+    session's seqs from the projection (the query side provides it; ingest never imports it).
     """
 
-    def __init__(self, settings: KafkaSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: KafkaSettings | None = None,
+        options: AppenderSettings | None = None,
+        *,
+        last_seq_lookup: LastSeqLookup | None = None,
+        producer_factory: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
         self.settings = settings or KafkaSettings()
-        self._lock = threading.Lock()
-        self._producer: KafkaProducer | None = None
+        self.options = options or AppenderSettings()
+        self._lookup = last_seq_lookup
+        self._producer_factory = producer_factory or _default_producer
+        self._generation = 0
         self._closed = False
+        self._init_runtime()
+        _LIVE.add(self)
+        try:
+            with self._lock:
+                self._open_spool_locked()
+                if self._spool is not None and self._spool.unacked:
+                    self._start_sender_locked()
+        except BaseException:
+            _LIVE.discard(self)
+            self._closed = True
+            raise
 
-    def _ensure_producer(self) -> KafkaProducer:
+    def _init_runtime(self) -> None:
+        """(Re)create everything that belongs to one process: locks, queue, thread, producer, spool."""
+        self._pid = os.getpid()
+        self._generation += 1
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # the sender waits here
+        self._room = threading.Condition(self._lock)  # appenders wait here for queue space
+        self._idle = threading.Condition(self._lock)  # flush() waits here
+        self._abort_event = threading.Event()
+        self._queue: deque[_Item] = deque()
+        self._queue_bytes = 0
+        self._redo: list[_Item] = []
+        self._orphans: list[_Item] = []
+        self._inflight: dict[int, _Item] = {}
+        self._inflight_bytes = 0
+        self._mem_heap: list[int] = []
+        self._mem_done: set[int] = set()
+        self._spilling = False
+        self._cursor = 0
+        self._spool: Spool | None = None
+        self._spilled_handles: weakref.WeakValueDictionary[int, AppendHandle] = weakref.WeakValueDictionary()
+        self._ticket = 0
+        self._thread: threading.Thread | None = None
+        self._producer: Any = None
+        self._crashed: BaseException | None = None
+        self._closing = self._closed
+        self._abort = False
+        self._writers_lock = threading.Lock()
+        self._writers: weakref.WeakValueDictionary[str, SessionWriter] = weakref.WeakValueDictionary()
+        self._last_seqs: dict[str, int] = {}
+        self._throttle = _Throttle()
+        self._next_housekeeping = 0.0
+        self._counts = dict.fromkeys(
+            ("appended", "acknowledged", "spooled", "replayed", "resent", "rejected"), 0
+        )
+        self.live = LiveLog(self.options.live_max_per_session, self.options.live_max_total)
+
+    # -- state ----------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def spool_dir(self) -> str | None:
+        """The spool slot this appender owns (None without a spool)."""
+        spool = self._spool
+        return str(spool.directory) if spool is not None else None
+
+    def stats(self) -> AppenderStats:
         with self._lock:
-            if self._closed:
-                raise AppenderClosed("append after close()")
-            if self._producer is None:
-                try:
-                    self._producer = KafkaProducer(**producer_config(self.settings))
-                except KafkaError as err:
-                    raise LogUnavailable(
-                        f"cannot reach Kafka at {self.settings.bootstrap_servers}: {err}"
-                    ) from err
-            return self._producer
+            spool = self._spool
+            return AppenderStats(
+                **self._counts,
+                queued=len(self._queue) + len(self._redo),
+                inflight=len(self._inflight),
+                spool_unacked=spool.unacked if spool is not None else 0,
+                spilling=self._spilling,
+                spool_dir=str(spool.directory) if spool is not None else None,
+            )
 
+    def _check_usable_locked(self) -> None:
+        if self._closing or self._closed:
+            raise AppenderClosed("append after close()")
+        if self._crashed is not None:
+            raise LogUnavailable(f"the appender's sender thread failed: {self._crashed!r}")
+
+    def _open_spool_locked(self) -> None:
+        if self._spool is not None or not self.options.spool:
+            return
+        opts = self.options
+        spool = open_slot(
+            opts.spool_dir / self.settings.topic,
+            slots=opts.spool_slots,
+            fsync=opts.fsync,
+            fsync_interval_s=opts.fsync_interval_s,
+            max_bytes=opts.spool_max_bytes,
+            segment_bytes=opts.segment_bytes,
+        )
+        self._spool = spool
+        if spool.unacked:
+            # Left by a crashed (or broker-less) predecessor: send it all before anything new.
+            self._spilling = True
+            self._cursor = spool.first_rid
+            log.warning(
+                "spool %s holds %d unacknowledged records from an earlier process; re-sending them first",
+                spool.directory,
+                spool.unacked,
+            )
+
+    def _start_sender_locked(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name=f"sessionlog-appender[{self.settings.topic}]", daemon=True
+            )
+            self._thread.start()
+
+    # -- appending ------------------------------------------------------------------------------
     @staticmethod
-    def _coerce(record: HeaderRecord | EventRecord | Mapping[str, Any]) -> HeaderRecord | EventRecord:
+    def _coerce(record: HeaderRecord | EventRecord | Mapping[str, Any] | bytes) -> HeaderRecord | EventRecord:
         if isinstance(record, HeaderRecord | EventRecord):
             return record
+        if isinstance(record, bytes | bytearray | memoryview):
+            return decode_record(bytes(record))
         if isinstance(record, Mapping):
             return parse_record(dict(record))
-        raise RecordRejected("record", f"expected a mapping or a wire record, got {type(record).__name__}")
+        raise RecordRejected(
+            "record", f"expected a mapping, JSON bytes or a wire record, got {type(record).__name__}"
+        )
 
-    def append(self, record: HeaderRecord | EventRecord | Mapping[str, Any]) -> AppendHandle:
-        """Validate and send one record (event or header); returns at once with a handle."""
-        parsed = self._coerce(record)
-        value = encode_record(parsed)
-        if len(value) > MAX_RECORD_BYTES:
-            raise RecordRejected("record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}")
-        producer = self._ensure_producer()
-        try:
-            future = producer.send(self.settings.topic, key=encode_key(parsed), value=value)
-        except KafkaError as err:
-            raise LogUnavailable(f"send failed for session {parsed.session_id}: {err}") from err
-        return AppendHandle(future, parsed)
+    def append(self, record: HeaderRecord | EventRecord | Mapping[str, Any] | bytes) -> AppendHandle:
+        """Validate and queue one record (event or header); returns a handle without waiting for
+        the broker. In durable mode the record is in the spool when this returns.
+
+        Raises :class:`RecordRejected` (naming the field), :class:`SessionBusy` when a
+        :class:`SessionWriter` of this process owns the session, :class:`SpoolFull`,
+        :class:`BufferFull` (memory mode without spool) or :class:`AppenderClosed`.
+        """
+        return self._submit(self._coerce(record), writer=None)
 
     def append_header(self, header: HeaderRecord | Mapping[str, Any]) -> AppendHandle:
         parsed = self._coerce(header)
@@ -129,28 +428,350 @@ class Appender:
             raise RecordRejected("kind", "append_header needs a header record")
         return self.append(parsed)
 
-    def flush(self, timeout: float | None = None) -> None:
-        """Wait until every record sent so far is acknowledged (or the timeout passes)."""
-        producer = self._producer
-        if producer is None:
-            return
+    def _submit(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> AppendHandle:
+        value = encode_record(record)
+        if len(value) > MAX_RECORD_BYTES:
+            raise RecordRejected("record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}")
+        if writer is None:
+            owner = self._writers.get(record.session_id)
+            if owner is not None and not owner.closed and owner._generation == self._generation:
+                raise SessionBusy(
+                    f"session {record.session_id} is owned by a SessionWriter in this process; "
+                    "append through it (appender.session(...)) or close it first"
+                )
+        seq = record.seq if isinstance(record, EventRecord) else None
+        handle = AppendHandle(record)
+        item = _Item(-1, encode_key(record), value, seq, handle)
+        if isinstance(record, EventRecord):
+            self.live.add(record)  # before the broker can acknowledge it
         try:
-            producer.flush(timeout=timeout)
-        except KafkaError as err:
-            raise LogUnavailable(f"flush failed: {err}") from err
+            self._enqueue(item)
+        except BaseException:
+            if seq is not None:
+                self.live.discard(record.session_id, seq)
+            raise
+        if seq is not None and seq > self._last_seqs.get(record.session_id, -1):
+            self._last_seqs[record.session_id] = seq
+            if len(self._last_seqs) > _LAST_SEQS_MAX:
+                self._last_seqs.pop(next(iter(self._last_seqs)), None)
+        return handle
 
-    def close(self, timeout: float | None = 30.0) -> None:
-        """Flush and release the connection. Idempotent."""
+    def _has_room(self, size: int) -> bool:
+        if not self._queue:
+            return True
+        return (
+            len(self._queue) < self.options.queue_max_records
+            and self._queue_bytes + size <= self.options.queue_max_bytes
+        )
+
+    def _enqueue(self, item: _Item) -> None:
+        durable = self.options.durable
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            producer, self._producer = self._producer, None
-        if producer is not None:
+            self._check_usable_locked()
+            self._open_spool_locked()
+            self._start_sender_locked()
+            item.ticket = self._ticket
+            self._ticket += 1
+            spool = self._spool
+            if durable:
+                assert spool is not None
+                item.rid = spool.append(item.key, item.seq, item.value, item.ticket)
+                if not self._spilling and self._has_room(item.size):
+                    self._push_locked(item)
+                else:
+                    self._spill_one_locked(item)
+            else:
+                deadline: float | None = None
+                while not self._spilling and not self._has_room(item.size):
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + self.options.enqueue_timeout_s
+                    if now >= deadline:
+                        if spool is None:
+                            raise BufferFull(
+                                f"{len(self._queue)} entries ({self._queue_bytes} bytes) wait for the "
+                                "broker and no room freed up within "
+                                f"{self.options.enqueue_timeout_s}s; enable the spool "
+                                "(SESSIONLOG_APPENDER_SPOOL=true) to keep appending through outages"
+                            )
+                        self._begin_spill_locked(item.size)
+                        break
+                    self._room.wait(deadline - now)
+                    self._check_usable_locked()
+                if self._spilling:
+                    assert spool is not None
+                    item.rid = spool.append(item.key, item.seq, item.value, item.ticket)
+                    self._spill_one_locked(item)
+                else:
+                    self._push_locked(item)
+                    heapq.heappush(self._mem_heap, item.ticket)
+            self._counts["appended"] += 1
+            self._work.notify()
+
+    def _push_locked(self, item: _Item) -> None:
+        self._queue.append(item)
+        self._queue_bytes += item.size
+
+    def _spill_one_locked(self, item: _Item) -> None:
+        """``item`` is in the spool only; the sender reads it back after the queue."""
+        assert item.rid is not None
+        if not self._spilling:
+            self._spilling = True
+            self._throttle.warn("spill", "appender queue is full: entries go to the spool %s", self.spool_dir)
+        if item.handle is not None:
+            self._spilled_handles[item.rid] = item.handle
+        self._counts["spooled"] += 1
+
+    def _begin_spill_locked(self, extra: int) -> None:
+        """Memory mode, queue full past the timeout: move every memory-only entry to the spool, in
+        order, so that the spool alone holds the order from here on. Entries already handed to the
+        producer stay there (and are acknowledged in the spool when the broker acknowledges them);
+        queued ones are re-read from the spool by the sender."""
+        spool = self._spool
+        assert spool is not None
+        shadows = sorted(
+            (it for it in (*self._inflight.values(), *self._redo) if it.rid is None), key=lambda it: it.ticket
+        )
+        moved = list(self._queue)
+        need = extra + sum(
+            len(encode_frame(it.key, it.seq, b"")) + len(it.value) for it in (*shadows, *moved)
+        )
+        if not spool.fits(need):
+            raise SpoolFull(
+                f"spool {spool.directory} cannot take the {len(shadows) + len(moved) + 1} entries waiting in "
+                f"memory ({need} bytes) under its cap of {spool.max_bytes} bytes"
+            )
+        for it in shadows:
+            it.rid = spool.append(it.key, it.seq, it.value, it.ticket)
+            self._mem_done.add(it.ticket)
+        for it in moved:
+            it.rid = spool.append(it.key, it.seq, it.value, it.ticket)
+            self._mem_done.add(it.ticket)
+            if it.handle is not None:
+                self._spilled_handles[it.rid] = it.handle
+        self._counts["spooled"] += len(moved)
+        self._cursor = moved[0].rid if moved and moved[0].rid is not None else spool.next_rid
+        self._queue.clear()
+        self._queue_bytes = 0
+        self._spilling = True
+        self._throttle.warn(
+            "spill",
+            "appender queue full for %.2fs: entries go to the spool %s",
+            self.options.enqueue_timeout_s,
+            spool.directory,
+        )
+
+    # -- sessions -------------------------------------------------------------------------------
+    def session(self, workspace_id: str, session_id: str, *, next_seq: int | None = None) -> SessionWriter:
+        """The writer of ``session_id`` for this process; it assigns contiguous seqs.
+
+        The first seq is ``next_seq`` when given, else one past the highest seq known from this
+        process, the spool, and ``last_seq_lookup`` (0 when none knows the session). Raises
+        :class:`SessionBusy` when the session already has an open writer in this process.
+        """
+        for name, value in (("workspace_id", workspace_id), ("session_id", session_id)):
+            if not isinstance(value, str) or not _ID.match(value):
+                raise RecordRejected(name, f"must match {_ID.pattern}, got {value!r}")
+        if next_seq is not None and (not isinstance(next_seq, int) or not 0 <= next_seq < 2**53):
+            raise RecordRejected("seq", f"next_seq must be an int in [0, 2**53), got {next_seq!r}")
+        with self._writers_lock:
+            with self._lock:
+                self._check_usable_locked()
+            current = self._writers.get(session_id)
+            if current is not None and not current.closed and current._generation == self._generation:
+                raise SessionBusy(f"session {session_id} already has a writer in this process: {current!r}")
+            start = next_seq if next_seq is not None else self._resume_seq(workspace_id, session_id)
+            writer = SessionWriter(self, workspace_id, session_id, start, self._generation)
+            self._writers[session_id] = writer
+            return writer
+
+    def _resume_seq(self, workspace_id: str, session_id: str) -> int:
+        known: list[int] = []
+        mine = self._last_seqs.get(session_id)
+        if mine is not None:
+            known.append(mine)
+        with self._lock:
+            self._open_spool_locked()
+            spool = self._spool
+        if spool is not None:
+            spooled = spool.last_seq(session_id)
+            if spooled is not None:
+                known.append(spooled)
+        if self._lookup is not None:
             try:
-                producer.flush(timeout=timeout)
-            finally:
-                producer.close(timeout=timeout)
+                looked_up = self._lookup(workspace_id, session_id)
+            except Exception as err:
+                raise LogUnavailable(
+                    f"last_seq_lookup failed for session {session_id}: {err} "
+                    "(pass next_seq= to resume by hand)"
+                ) from err
+            if looked_up is not None:
+                known.append(int(looked_up))
+        return max(known) + 1 if known else 0
+
+    def _release_writer(self, writer: SessionWriter) -> None:
+        with self._writers_lock:
+            if self._writers.get(writer.session_id) is writer:
+                del self._writers[writer.session_id]
+
+    # -- live view ------------------------------------------------------------------------------
+    def live_sessions(self) -> list[str]:
+        """Sessions with entries this process appended that a watermark has not released yet."""
+        return self.live.live_sessions()
+
+    def live_events(self, session_id: str) -> list[EventRecord]:
+        """Those entries of ``session_id`` in seq order (see :class:`LiveLog`)."""
+        return self.live.live_events(session_id)
+
+    def release_through(self, partition: int, offset: int) -> int:
+        """The searchability watermark of ``partition`` reached ``offset``: drop what it covers."""
+        return self.live.release_through(partition, offset)
+
+    def release_session_through(self, session_id: str, seq: int) -> int:
+        """The index shows ``session_id`` up to ``seq``: drop those live entries."""
+        return self.live.release_session_through(session_id, seq)
+
+    # -- flushing and closing -------------------------------------------------------------------
+    def _min_unresolved_locked(self) -> int | None:
+        heap, done = self._mem_heap, self._mem_done
+        while heap and heap[0] in done:
+            done.discard(heapq.heappop(heap))
+        low = heap[0] if heap else None
+        if self._spool is not None:
+            first = self._spool.first_unacked()
+            if first is not None:
+                low = first[1] if low is None else min(low, first[1])
+        return low
+
+    def _pending_locked(self) -> int:
+        spool_left = self._spool.unacked if self._spool is not None else 0
+        memory = sum(1 for it in (*self._queue, *self._redo, *self._inflight.values()) if it.rid is None)
+        return spool_left + memory
+
+    def _wait_idle(self, deadline: float | None) -> bool:
+        with self._lock:
+            target = self._ticket - 1
+            while True:
+                low = self._min_unresolved_locked()
+                if low is None or low > target:
+                    return True
+                if self._crashed is not None or self._abort:
+                    return False
+                if self._thread is None:
+                    self._start_sender_locked()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._idle.wait(0.5 if remaining is None else min(remaining, 0.5))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every entry appended before the call (and any left in the spool by an earlier
+        process) is acknowledged or failed for good. Raises :class:`LogUnavailable` on timeout;
+        nothing is dropped then."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._wait_idle(deadline):
+            with self._lock:
+                pending = self._pending_locked()
+                crashed = self._crashed
+            if crashed is not None:
+                raise LogUnavailable(f"the appender's sender thread failed: {crashed!r}")
+            raise LogUnavailable(
+                f"flush: {pending} entries not acknowledged within {timeout}s (Kafka at "
+                f"{self.settings.bootstrap_servers} unreachable?); they stay queued/spooled"
+            )
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush for up to ``timeout`` s (default ``close_timeout_s``), stop the sender thread and
+        the producer, and release the spool. Entries still unacknowledged stay in the spool for
+        the next appender on it (memory-mode entries too, when there is a spool); their handles
+        fail with :class:`LogUnavailable`. Idempotent."""
+        budget = self.options.close_timeout_s if timeout is None else timeout
+        with self._lock:
+            if self._closing or self._closed:
+                return
+            self._closing = True
+            thread = self._thread
+            self._room.notify_all()
+        deadline = time.monotonic() + budget
+        try:
+            if thread is not None:
+                if not self._wait_idle(deadline):
+                    with self._lock:
+                        pending = self._pending_locked()
+                    log.warning("close: %d entries still unacknowledged after %.1fs", pending, budget)
+                with self._lock:
+                    self._abort = True
+                    self._work.notify_all()
+                    self._idle.notify_all()
+                self._abort_event.set()
+                thread.join(max(0.0, deadline - time.monotonic()) + self.options.connect_timeout_s + 5)
+                if thread.is_alive():
+                    log.error(
+                        "the appender's sender thread did not stop; it is a daemon and dies with the process"
+                    )
+            self._settle()
+        finally:
+            with self._lock:
+                spool, self._spool = self._spool, None
+                self._closed = True
+                self._idle.notify_all()
+            if spool is not None:
+                spool.close()
+                with contextlib.suppress(OSError):
+                    spool.directory.parent.rmdir()  # the topic's directory, when no slot is left
+            _LIVE.discard(self)
+
+    def _settle(self) -> None:
+        """After the sender stopped: account for every entry that was not acknowledged."""
+        with self._lock:
+            spool = self._spool
+            leftovers = sorted(
+                {
+                    id(it): it for it in (*self._orphans, *self._redo, *self._inflight.values(), *self._queue)
+                }.values(),
+                key=lambda it: it.ticket,
+            )
+            self._orphans, self._redo, self._inflight = [], [], {}
+            self._queue.clear()
+            failed: list[tuple[AppendHandle, IngestError]] = []
+            lost = 0
+            where = (
+                f"kept in the spool {spool.directory}; the next appender on it re-sends it" if spool else ""
+            )
+            for it in leftovers:
+                if it.rid is None and spool is not None:
+                    try:
+                        it.rid = spool.append(it.key, it.seq, it.value, it.ticket)
+                    except IngestError as err:
+                        log.error(
+                            "close: could not spool an unacknowledged entry of %s: %s", it.session_id, err
+                        )
+                if it.rid is None:
+                    lost += 1
+                    error: IngestError = LogUnavailable(
+                        "appender closed before the broker acknowledged this entry of "
+                        f"{it.session_id}; it was lost"
+                    )
+                else:
+                    error = LogUnavailable(f"appender closed before the broker acknowledged it; {where}")
+                if it.handle is not None:
+                    failed.append((it.handle, error))
+            for handle in list(self._spilled_handles.values()):
+                failed.append(
+                    (handle, LogUnavailable(f"appender closed before the broker acknowledged it; {where}"))
+                )
+            self._spilled_handles = weakref.WeakValueDictionary()
+            unsent_spool = spool.unacked if spool is not None else 0
+        for handle, error in failed:
+            handle._fail(error)
+        if lost:
+            log.error("close: %d entries were never acknowledged and are lost (no spool)", lost)
+        if unsent_spool:
+            log.warning(
+                "close: %d entries are unacknowledged; they stay in %s for the next appender",
+                unsent_spool,
+                spool.directory if spool else "?",
+            )
 
     def __enter__(self) -> Self:
         return self
@@ -159,3 +780,294 @@ class Appender:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+    # -- the sender thread ----------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                batch = self._take_work()
+                if batch is None:
+                    break
+                if batch:
+                    self._send(batch)
+                else:
+                    self._housekeeping()
+        except BaseException as err:  # a bug: make it visible to appenders instead of hanging them
+            log.exception("the appender's sender thread failed")
+            with self._lock:
+                self._crashed = err
+                self._idle.notify_all()
+                self._room.notify_all()
+        finally:
+            self._stop_producer()
+
+    def _housekeeping(self) -> None:
+        spool = self._spool
+        if spool is not None and not spool.closed:
+            spool.sync_if_due()
+            spool.reclaim()
+
+    def _take_work(self) -> list[_Item] | None:
+        tick = min(self.options.fsync_interval_s, 0.5)
+        with self._lock:
+            while True:
+                if self._abort:
+                    return None
+                now = time.monotonic()
+                if now >= self._next_housekeeping:
+                    self._next_housekeeping = now + tick
+                    return []
+                if self._inflight_bytes < self.options.inflight_max_bytes:
+                    if self._redo:
+                        items, self._redo = self._redo, []
+                        return items
+                    if self._queue:
+                        return self._pop_queue_locked()
+                    if self._spilling:
+                        spool = self._spool
+                        assert spool is not None
+                        if self._cursor < spool.next_rid:
+                            start, upto = self._cursor, spool.next_rid
+                            break
+                        self._spilling = False  # caught up: new entries may use the queue again
+                        self._room.notify_all()
+                        continue
+                self._work.wait(tick)
+        return self._read_spool(spool, start, upto)
+
+    def _pop_queue_locked(self) -> list[_Item]:
+        items: list[_Item] = []
+        size = 0
+        queue = self._queue
+        while queue and len(items) < _BATCH_RECORDS and size < _BATCH_BYTES:
+            item = queue.popleft()
+            items.append(item)
+            size += item.size
+            if item.rid is not None and item.rid >= self._cursor:
+                self._cursor = item.rid + 1
+        self._queue_bytes -= size
+        self._room.notify_all()
+        return items
+
+    def _read_spool(self, spool: Spool, start: int, upto: int) -> list[_Item]:
+        records = spool.read(start, _BATCH_RECORDS, _BATCH_BYTES)
+        records = [r for r in records if r.rid < upto]
+        with self._lock:
+            self._cursor = records[-1].rid + 1 if records else max(self._cursor, upto)
+            items = [
+                _Item(r.ticket, r.key, r.value, r.seq, self._spilled_handles.pop(r.rid, None), rid=r.rid)
+                for r in records
+            ]
+            self._counts["replayed"] += len(items)
+        return items
+
+    def _pause(self, seconds: float) -> None:
+        self._abort_event.wait(seconds)
+
+    def _ensure_producer(self) -> Any:
+        delay = 0.2
+        while self._producer is None:
+            if self._abort:
+                return None
+            try:
+                producer = self._producer_factory(producer_config(self.settings, self.options))
+            except (KafkaError, OSError) as err:
+                self._throttle.warn(
+                    "connect",
+                    "Kafka at %s unreachable (%s); entries are queued/spooled, retrying",
+                    self.settings.bootstrap_servers,
+                    err,
+                )
+                self._pause(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            unregister = getattr(producer, "_unregister_cleanup", None)
+            if callable(unregister):
+                unregister()  # our atexit hook flushes and closes it, in that order
+            self._producer = producer
+        return self._producer
+
+    def _send(self, items: list[_Item]) -> None:
+        producer = self._ensure_producer()
+        if producer is None:
+            with self._lock:
+                self._redo = sorted([*items, *self._redo], key=lambda it: it.ticket)
+            return
+        topic = self.settings.topic
+        for index, item in enumerate(items):
+            with self._lock:
+                self._inflight[id(item)] = item
+                self._inflight_bytes += item.size
+            try:
+                future = producer.send(topic, key=item.key, value=item.value)
+            except Exception as err:
+                with self._lock:
+                    if self._inflight.pop(id(item), None) is not None:
+                        self._inflight_bytes -= item.size
+                if isinstance(err, _FATAL) or not isinstance(err, KafkaError):
+                    self._fail_item(item, err)
+                    continue
+                with self._lock:
+                    self._redo = sorted([*items[index:], *self._redo], key=lambda it: it.ticket)
+                self._throttle.warn(
+                    "send",
+                    "Kafka at %s not ready (%s); entries are queued/spooled, retrying",
+                    self.settings.bootstrap_servers,
+                    err,
+                )
+                self._pause(0.5)
+                return
+            future.add_callback(self._on_ack, item)
+            future.add_errback(self._on_error, item)
+
+    def _on_ack(self, item: _Item, metadata: Any) -> None:
+        position = Position(metadata.partition, metadata.offset)
+        with self._lock:
+            if self._inflight.pop(id(item), None) is not None:
+                self._inflight_bytes -= item.size
+            handle = item.handle
+            if item.rid is not None:
+                if self._spool is not None:
+                    self._spool.ack(item.rid)
+                if handle is None:
+                    handle = self._spilled_handles.pop(item.rid, None)
+            else:
+                self._mem_done.add(item.ticket)
+            self._counts["acknowledged"] += 1
+            self._idle.notify_all()
+            self._work.notify()
+        if handle is not None:
+            handle._resolve(position)
+        if item.seq is not None:
+            self.live.acknowledged(item.session_id, item.seq, position.partition, position.offset)
+
+    def _on_error(self, item: _Item, err: Exception) -> None:
+        with self._lock:
+            if self._inflight.pop(id(item), None) is None:
+                return
+            self._inflight_bytes -= item.size
+            if self._abort:
+                self._orphans.append(item)
+                return
+            if not isinstance(err, _FATAL):
+                # The producer gave up on a batch (e.g. its epoch was bumped): send it again.
+                self._redo.append(item)
+                self._redo.sort(key=lambda it: it.ticket)
+                self._counts["resent"] += 1
+                self._work.notify()
+        if not isinstance(err, _FATAL):
+            self._throttle.warn(
+                "resend",
+                "re-sending entries of %s after a delivery failure (%r); "
+                "their partition may see them after later entries",
+                item.session_id,
+                err,
+            )
+            return
+        self._fail_item(item, err)
+
+    def _fail_item(self, item: _Item, err: BaseException) -> None:
+        error = RecordRejected(
+            "record", f"the broker refused this entry of {item.session_id} for good: {err!r}"
+        )
+        with self._lock:
+            handle = item.handle
+            if item.rid is not None:
+                if self._spool is not None:
+                    self._spool.reject(item.rid)
+                if handle is None:
+                    handle = self._spilled_handles.pop(item.rid, None)
+            else:
+                self._mem_done.add(item.ticket)
+            self._counts["rejected"] += 1
+            self._idle.notify_all()
+        log.error("%s (kept in the spool's rejected.log when spooled)", error)
+        if handle is not None:
+            handle._fail(error)
+        if item.seq is not None:
+            self.live.discard(item.session_id, item.seq)
+
+    def _stop_producer(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        with self._lock:
+            if self._inflight:
+                # Out of time: fail what the producer still holds; _settle() spools it.
+                self._orphans.extend(self._inflight.values())
+                self._inflight.clear()
+                self._inflight_bytes = 0
+                forced = True
+            else:
+                forced = False
+        try:
+            if forced:
+                io_thread = getattr(producer, "_sender", None)
+                if io_thread is not None:
+                    io_thread.force_close()
+                    io_thread.join(self.options.connect_timeout_s)
+            producer.close(timeout=self.options.connect_timeout_s)
+        except Exception:
+            log.exception("closing the Kafka producer failed")
+
+    # -- fork -----------------------------------------------------------------------------------
+    def _reset_after_fork(self) -> None:
+        """In a forked child: forget the parent's thread, producer, spool, queue and writers (they
+        stay the parent's), and start afresh on first use with a new producer and spool slot."""
+        spool, producer = self._spool, self._producer
+        if spool is not None:
+            spool.abandon()
+        if producer is not None:
+            producer._closed = True  # its I/O thread does not exist here; never flush or close it
+            _ABANDONED.append(producer)
+        self._init_runtime()
+
+    def __repr__(self) -> str:
+        topic, durable = self.settings.topic, self.options.durable
+        return f"Appender(topic={topic!r}, durable={durable}, spool={self.spool_dir!r})"
+
+
+# -- per-process singleton, fork and exit hooks -------------------------------------------------
+_LIVE: weakref.WeakSet[Appender] = weakref.WeakSet()
+_ABANDONED: list[Any] = []
+_singleton: Appender | None = None
+_singleton_lock = threading.Lock()
+
+
+def get_appender(
+    settings: KafkaSettings | None = None,
+    options: AppenderSettings | None = None,
+    *,
+    last_seq_lookup: LastSeqLookup | None = None,
+) -> Appender:
+    """This process's shared appender, created on first use (the arguments count only then).
+
+    A forked child gets a fresh one (new producer, new spool slot); it is flushed and closed at
+    exit (``close_timeout_s``)."""
+    global _singleton
+    with _singleton_lock:
+        if _singleton is None or _singleton.closed or _singleton._pid != os.getpid():
+            _singleton = Appender(settings, options, last_seq_lookup=last_seq_lookup)
+        return _singleton
+
+
+def _after_fork_in_child() -> None:
+    global _singleton, _singleton_lock
+    _singleton_lock = threading.Lock()
+    _singleton = None
+    for appender in list(_LIVE):
+        appender._reset_after_fork()
+
+
+def _close_all_at_exit() -> None:
+    pid = os.getpid()
+    for appender in list(_LIVE):
+        if appender._pid == pid and not appender.closed:
+            try:
+                appender.close()
+            except Exception:
+                log.exception("closing %r at exit failed", appender)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_all_at_exit)

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-__all__ = ["AppenderClosed", "IngestError", "LogUnavailable", "RecordRejected"]
+__all__ = [
+    "AppenderClosed",
+    "BufferFull",
+    "IngestError",
+    "LogUnavailable",
+    "RecordRejected",
+    "SequenceError",
+    "SessionBusy",
+    "SpoolError",
+    "SpoolFull",
+    "SpoolLocked",
+]
 
 
 class IngestError(Exception):
@@ -28,3 +39,32 @@ class LogUnavailable(IngestError):
 
 class AppenderClosed(IngestError):
     """The appender was used after ``close()``."""
+
+
+class BufferFull(LogUnavailable):
+    """The in-memory buffer stayed full for ``enqueue_timeout_s`` and there is no spool to take the entry."""
+
+
+class SpoolError(IngestError):
+    """The local spool could not be opened, written or recovered."""
+
+
+class SpoolFull(SpoolError):
+    """Writing the entry would take the spool past its size cap (or the disk is full); nothing was written."""
+
+    retriable = True
+
+
+class SpoolLocked(SpoolError):
+    """Another live process (or another appender in this one) holds the spool directory's lock."""
+
+
+class SessionBusy(IngestError):
+    """A session already has a live :class:`~sessionlog.ingest.session.SessionWriter` in this process."""
+
+
+class SequenceError(RecordRejected):
+    """A caller-given ``seq`` is not the next contiguous one of its session."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("seq", reason)

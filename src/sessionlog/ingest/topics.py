@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
@@ -38,10 +40,8 @@ def ensure_topics(settings: KafkaSettings) -> None:
             if name not in existing
         }
         if missing:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics(missing, wait_for_metadata=True)
-            except TopicAlreadyExistsError:
-                pass
     except KafkaError as err:
         raise LogUnavailable(f"cannot create topics on {settings.bootstrap_servers}: {err}") from err
     finally:

@@ -1,0 +1,191 @@
+"""The live view: events this process appended that the index may not show yet (read-your-writes).
+
+The appender adds every event it accepts; the broker's acknowledgement attaches the event's
+(partition, offset). The indexer/query side later drives :meth:`LiveLog.release_through` with its
+searchability watermark (or :meth:`LiveLog.release_session_through` with a per-session seq), which
+drops what the index now shows. Bounded: at most ``max_per_session`` entries per session (the
+oldest go first) and ``max_total`` in all (the least recently appended sessions lose their oldest
+entries first); a session that lost entries this way reports :meth:`LiveLog.truncated`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+from sessionlog.ingest.wire import EventRecord
+
+__all__ = ["LiveEntry", "LiveLog"]
+
+
+@dataclass(slots=True)
+class LiveEntry:
+    """One live event and, once acknowledged, where it is in the log."""
+
+    record: EventRecord
+    partition: int | None = None
+    offset: int | None = None
+
+
+class _Session:
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, LiveEntry] = {}
+
+
+class LiveLog:
+    """Thread-safe, bounded store of appended-but-maybe-not-yet-searchable events."""
+
+    def __init__(self, max_per_session: int = 2_000, max_total: int = 50_000) -> None:
+        self.max_per_session = max_per_session
+        self.max_total = max_total
+        self._lock = threading.Lock()
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._by_partition: dict[int, deque[tuple[int, str, int]]] = {}
+        self._truncated: OrderedDict[str, None] = OrderedDict()
+        self._indexed = 0
+        self._total = 0
+
+    def __len__(self) -> int:
+        return self._total
+
+    def add(self, record: EventRecord) -> None:
+        """Keep ``record`` until a watermark passes it (replaces an entry with the same seq)."""
+        if self.max_per_session <= 0 or self.max_total <= 0:
+            return
+        with self._lock:
+            session = self._sessions.get(record.session_id)
+            if session is None:
+                session = self._sessions[record.session_id] = _Session()
+            else:
+                self._sessions.move_to_end(record.session_id)
+            if record.seq not in session.entries:
+                self._total += 1
+            session.entries[record.seq] = LiveEntry(record)
+            while len(session.entries) > self.max_per_session:
+                self._drop_oldest(record.session_id, session)
+            while self._total > self.max_total:
+                oldest_id, oldest = next(iter(self._sessions.items()))
+                self._drop_oldest(oldest_id, oldest)
+
+    def _drop_oldest(self, session_id: str, session: _Session) -> None:
+        seq = min(session.entries)
+        del session.entries[seq]
+        self._total -= 1
+        self._truncated[session_id] = None
+        self._truncated.move_to_end(session_id)
+        while len(self._truncated) > max(self.max_total, 1024):
+            self._truncated.popitem(last=False)
+        if not session.entries:
+            del self._sessions[session_id]
+
+    def acknowledged(self, session_id: str, seq: int, partition: int, offset: int) -> None:
+        """Record where the broker put an event (called from the producer's callback)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            entry = session.entries.get(seq) if session else None
+            if entry is None:
+                return
+            entry.partition, entry.offset = partition, offset
+            queue = self._by_partition.setdefault(partition, deque())
+            queue.append((offset, session_id, seq))
+            self._indexed += 1
+            if self._indexed > 2 * max(self.max_total, 1024):
+                self._compact()
+
+    def discard(self, session_id: str, seq: int) -> None:
+        """Forget an entry the broker refused for good."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session and session.entries.pop(seq, None) is not None:
+                self._total -= 1
+                if not session.entries:
+                    del self._sessions[session_id]
+
+    def release_through(self, partition: int, offset: int) -> int:
+        """Drop every acknowledged entry at or below ``offset`` on ``partition``; return how many."""
+        released = 0
+        with self._lock:
+            queue = self._by_partition.get(partition)
+            while queue and queue[0][0] <= offset:
+                at, session_id, seq = queue.popleft()
+                self._indexed -= 1
+                session = self._sessions.get(session_id)
+                entry = session.entries.get(seq) if session else None
+                if (
+                    session is not None
+                    and entry is not None
+                    and entry.partition == partition
+                    and entry.offset == at
+                ):
+                    del session.entries[seq]
+                    self._total -= 1
+                    released += 1
+                    if not session.entries:
+                        del self._sessions[session_id]
+        return released
+
+    def release_session_through(self, session_id: str, seq: int) -> int:
+        """Drop the entries of ``session_id`` with a seq at or below ``seq``; return how many."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return 0
+            doomed = [s for s in session.entries if s <= seq]
+            for s in doomed:
+                del session.entries[s]
+            self._total -= len(doomed)
+            if not session.entries:
+                del self._sessions[session_id]
+            return len(doomed)
+
+    def _compact(self) -> None:
+        for partition, queue in list(self._by_partition.items()):
+            kept = deque(
+                item
+                for item in queue
+                if (s := self._sessions.get(item[1])) is not None
+                and (e := s.entries.get(item[2])) is not None
+                and e.offset == item[0]
+            )
+            self._by_partition[partition] = kept
+        self._indexed = sum(len(q) for q in self._by_partition.values())
+
+    def live_sessions(self) -> list[str]:
+        """Sessions with live entries, least recently appended first."""
+        with self._lock:
+            return [sid for sid, s in self._sessions.items() if s.entries]
+
+    def live_events(self, session_id: str) -> list[EventRecord]:
+        """The live events of ``session_id`` in seq order."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return []
+            return [session.entries[seq].record for seq in sorted(session.entries)]
+
+    def live_entries(self, session_id: str) -> list[LiveEntry]:
+        """Like :meth:`live_events` with each event's position (None until acknowledged)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return []
+            return [
+                LiveEntry(e.record, e.partition, e.offset)
+                for e in (session.entries[seq] for seq in sorted(session.entries))
+            ]
+
+    def truncated(self, session_id: str) -> bool:
+        """Whether the caps dropped entries of ``session_id`` before a watermark released them."""
+        with self._lock:
+            return session_id in self._truncated
+
+    def clear(self) -> None:
+        with self._lock:
+            self._sessions.clear()
+            self._by_partition.clear()
+            self._truncated.clear()
+            self._indexed = 0
+            self._total = 0

@@ -1,0 +1,66 @@
+"""The live view: positions, watermark release, per-session and total caps."""
+
+from __future__ import annotations
+
+from sessionlog.ingest.live import LiveLog
+from sessionlog.ingest.wire import EventRecord, parse_record
+
+
+def ev(session: str, seq: int) -> EventRecord:
+    record = parse_record(
+        {
+            "v": 1,
+            "kind": "event",
+            "workspace_id": "ws",
+            "session_id": session,
+            "seq": seq,
+            "type": "turn/start",
+            "time": "2026-11-30T10:00:00Z",
+        }
+    )
+    assert isinstance(record, EventRecord)
+    return record
+
+
+def test_release_through_needs_the_acknowledged_position() -> None:
+    live = LiveLog()
+    for seq in range(4):
+        live.add(ev("a", seq))
+    live.add(ev("b", 0))
+    live.acknowledged("a", 0, 1, 10)
+    live.acknowledged("a", 1, 1, 11)
+    live.acknowledged("b", 0, 2, 5)
+    assert live.release_through(1, 10) == 1
+    assert [e.seq for e in live.live_events("a")] == [1, 2, 3]  # seq 2, 3: not acknowledged yet
+    assert live.release_through(1, 99) == 1
+    assert live.release_through(0, 99) == 0
+    assert live.live_entries("a")[0].partition is None
+    assert live.live_sessions() == ["a", "b"]
+    assert live.release_through(2, 5) == 1
+    assert live.live_sessions() == ["a"]
+    assert live.release_session_through("a", 3) == 2
+    assert live.live_sessions() == [] and len(live) == 0
+
+
+def test_caps_drop_the_oldest_and_say_so() -> None:
+    live = LiveLog(max_per_session=3, max_total=5)
+    for seq in range(5):
+        live.add(ev("a", seq))
+    assert [e.seq for e in live.live_events("a")] == [2, 3, 4]
+    assert live.truncated("a") and not live.truncated("b")
+    for seq in range(3):
+        live.add(ev("b", seq))
+    assert len(live) == 5
+    assert [e.seq for e in live.live_events("a")] == [3, 4]  # the least recently appended session lost one
+    assert [e.seq for e in live.live_events("b")] == [0, 1, 2]
+    live.discard("b", 1)
+    assert [e.seq for e in live.live_events("b")] == [0, 2]
+    live.acknowledged("zzz", 0, 0, 0)  # unknown entries are ignored
+    live.clear()
+    assert live.live_sessions() == []
+
+
+def test_disabled_live_log_keeps_nothing() -> None:
+    live = LiveLog(max_per_session=0)
+    live.add(ev("a", 0))
+    assert live.live_sessions() == []
