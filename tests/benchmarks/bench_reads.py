@@ -26,10 +26,11 @@ from sessionlog.ingest.wire import EventRecord, HeaderRecord, parse_record
 from sessionlog.query import Scope, SessionReader
 from sessionlog.query.reads import entry_from_record, fold_log_strict
 
-WORDS = (
-    "deploy cluster metrics invoice ledger budget backlog sprint review pipeline staging customer account "
-    "balance migration schema rollout incident postmortem latency report forecast query index shard"
-).split()
+WORDS = [
+    "deploy", "cluster", "metrics", "invoice", "ledger", "budget", "backlog", "sprint", "review", "pipeline",
+    "staging", "customer", "account", "balance", "migration", "schema", "rollout", "incident", "postmortem",
+    "latency", "report", "forecast", "query", "index", "shard",
+]  # fmt: skip
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
@@ -52,8 +53,9 @@ def build_session(
 
     def add(type_: str, text: str = "", **fields: Any) -> int:
         seq = len(out)
+        at = (T0 + timedelta(milliseconds=250 * seq)).isoformat()
         record = {"v": 1, "kind": "event", "workspace_id": workspace, "session_id": session_id, "seq": seq,
-                  "type": type_, "time": (T0 + timedelta(milliseconds=250 * seq)).isoformat(), "turn": turn}  # fmt: skip
+                  "type": type_, "time": at, "turn": turn}  # fmt: skip
         if text:
             record["text"] = text
         record.update(fields)
@@ -85,8 +87,9 @@ def build_session(
         if len(out) >= next_compaction and len(surface) > 2:  # compact all but the last node
             next_compaction += 400
             removed = surface[:-1]
-            summary = add("user/message", "summary: " + _text(rng, 60, 120), role="user",
-                          surface={"op": "replace", "start": removed[0], "end": removed[-1]}, sources=removed)  # fmt: skip
+            replace = {"op": "replace", "start": removed[0], "end": removed[-1]}
+            summary = add("user/message", "summary: " + _text(rng, 60, 120), role="user", surface=replace,
+                          sources=removed)  # fmt: skip
             surface = [summary, surface[-1]]
             tools = {s: c for s, c in tools.items() if s in surface}
     del out[events:]
@@ -124,7 +127,7 @@ def main() -> None:
     args = parser.parse_args()
 
     prefix = f"bench-reads-{uuid.uuid4().hex[:8]}"
-    settings = OpenSearchSettings().model_copy(update={"index_prefix": prefix})
+    settings = OpenSearchSettings().model_copy(update={"index_prefix": prefix})  # type: ignore[call-arg]
     view = OpenSearchView(settings)
     session_id, workspace = "bench-long", "bench-ws"
     try:
@@ -138,20 +141,26 @@ def main() -> None:
         view.refresh()
         load_s = time.perf_counter() - started
 
-        reader = SessionReader(Scope.workspace(workspace), settings)
-        surface = reader.read_surface(session_id)
+        scope = Scope.workspace(workspace)
+        warm = SessionReader(scope, settings)
+        cold = SessionReader(scope, settings, cache=False)  # loads the whole log on every read
+        surface = warm.read_surface(session_id)
         rng = random.Random(1)
         seqs = cycle([rng.randrange(args.events) for _ in range(args.runs)])
+        few = max(5, args.runs // 4)
         results = {
-            "read_surface": timed(lambda: reader.read_surface(session_id), args.runs),
-            "trace_event (random seq)": timed(lambda: reader.trace_event(session_id, next(seqs)), args.runs),
-            "read_event (random seq, ±5)": timed(
-                lambda: reader.read_event(session_id, next(seqs), 5, 5), args.runs
+            "read_surface, cold": timed(lambda: cold.read_surface(session_id), few),
+            "trace_event (random seq), cold": timed(lambda: cold.trace_event(session_id, next(seqs)), few),
+            "read_event (random seq ±5), cold": timed(
+                lambda: cold.read_event(session_id, next(seqs), 5, 5), few
             ),
-            "list_events (all, with text)": timed(
-                lambda: reader.list_events(session_id), max(5, args.runs // 6)
+            "read_surface": timed(lambda: warm.read_surface(session_id), args.runs),
+            "trace_event (random seq)": timed(lambda: warm.trace_event(session_id, next(seqs)), args.runs),
+            "read_event (random seq ±5)": timed(
+                lambda: warm.read_event(session_id, next(seqs), 5, 5), args.runs
             ),
-            "trace_session": timed(lambda: reader.trace_session(session_id), args.runs),
+            "list_events (all, with text)": timed(lambda: warm.list_events(session_id), few),
+            "trace_session": timed(lambda: warm.trace_session(session_id), args.runs),
         }
         entries = [entry_from_record(r) for r in records if isinstance(r, EventRecord)]
         results["fold only (pure, in memory)"] = timed(
@@ -161,10 +170,11 @@ def main() -> None:
         print(f"session: {args.events} events, {compactions} compactions, current surface "
               f"{len(surface.events)} nodes; {written} documents written in {load_s:.1f}s "
               f"(prefix {prefix})")  # fmt: skip
-        print(f"{'read':34} {'median ms':>10} {'p95 ms':>10} {'max ms':>10}   runs")
+        title = "read (warm: log cache; cold: cache=False)"
+        print(f"{title:42} {'median ms':>10} {'p95 ms':>10} {'max ms':>10}   runs")
         for name, samples in results.items():
             median, p95, worst = summary(samples)
-            print(f"{name:34} {median:10.1f} {p95:10.1f} {worst:10.1f}   {len(samples)}")
+            print(f"{name:42} {median:10.1f} {p95:10.1f} {worst:10.1f}   {len(samples)}")
     finally:
         if not args.keep:
             view.drop()

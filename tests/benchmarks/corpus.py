@@ -313,7 +313,6 @@ class Corpus:
                     "compaction/summary",
                     "system",
                     self._summary(events[last_compaction:]),
-                    sources=[e["seq"] for e in events[last_compaction:] if e["type"] in SEARCHABLE_TYPES],
                 )
                 last_compaction = len(events)
         return header, events

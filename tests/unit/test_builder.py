@@ -240,11 +240,11 @@ def test_full_search_requires_every_word_and_partial_any() -> None:
     assert "must" not in partial and partial["minimum_should_match"] == 1
 
 
-def test_recency_breaks_ties_and_search_after_passes_through() -> None:
+def test_recency_breaks_ties_and_earlier_pages_are_excluded() -> None:
     plan = plan_for("revenue")
-    body = search_body(plan, size=11, search_after=[1.5, 3, "s1"])
+    body = search_body(plan, size=11, exclude=["s1:3", "s1:4"])
     assert body["sort"] == [{"_score": "desc"}, {"seq": "desc"}, {"session_id": "asc"}]
-    assert body["search_after"] == [1.5, 3, "s1"]
+    assert {"ids": {"values": ["s1:3", "s1:4"]}} in body["query"]["bool"]["must_not"]
     assert browse_body(plan, size=5, single_session=True)["sort"][0] == {"seq": "desc"}
     assert browse_body(plan, size=5, single_session=False)["sort"][0] == {"time": "desc"}
 

@@ -14,7 +14,7 @@ from sessionlog.indexer.metrics import IndexerMetrics
 from sessionlog.indexer.opensearch_view import OpenSearchView
 from sessionlog.indexer.projector import Action, SessionProjection
 from sessionlog.ingest.errors import RecordRejected
-from sessionlog.ingest.wire import HeaderRecord, decode_record
+from sessionlog.ingest.wire import EventRecord, HeaderRecord, decode_record
 
 __all__ = ["BatchProcessor", "BatchResult"]
 
@@ -56,6 +56,21 @@ class BatchProcessor:
             self.states[session_id] = state
         return state
 
+    def _restore_missing(self, session_ids: set[str]) -> None:
+        """Restore, in one round trip where the view allows, the states of sessions not cached."""
+        missing = sorted(sid for sid in session_ids if sid not in self.states)
+        if not missing:
+            return
+        if self.needs_refresh:
+            self.view.refresh()
+            self.needs_refresh = False
+        restore_many = getattr(self.view, "restore_sessions", None)
+        if restore_many is not None:
+            self.states.update(restore_many(missing))
+        else:
+            for sid in missing:
+                self.states[sid] = self.view.restore_session(sid)
+
     def process(self, records: list[Any]) -> BatchResult:
         """Project ``records`` (kafka-python ConsumerRecords). Raises ViewUnavailable to retry later,
         after forgetting every state the batch touched."""
@@ -64,8 +79,13 @@ class BatchProcessor:
         origin: dict[int, Any] = {}  # id(create action) -> the record it came from
         touched: dict[str, SessionProjection] = {}
         try:
-            for msg in records:
-                letter = self._project(msg, actions, origin, touched, out)
+            decoded = [self._decode(msg) for msg in records]
+            self._restore_missing({r.session_id for r in decoded if not isinstance(r, DeadLetter)})
+            for msg, record in zip(records, decoded, strict=True):
+                if isinstance(record, DeadLetter):
+                    out.letters.append(record)
+                    continue
+                letter = self._project(msg, record, actions, origin, touched, out)
                 if letter:
                     out.letters.append(letter)
             actions.extend(state.session_action() for state in touched.values())
@@ -102,14 +122,8 @@ class BatchProcessor:
                                                   http_status=result.status))
         return out
 
-    def _project(
-        self,
-        msg: Any,
-        actions: list[Action],
-        origin: dict[int, Any],
-        touched: dict[str, SessionProjection],
-        out: BatchResult,
-    ) -> DeadLetter | None:
+    @staticmethod
+    def _decode(msg: Any) -> HeaderRecord | EventRecord | DeadLetter:
         if msg.value is None:
             return letter_for(msg, "invalid_record", "record: value is null (tombstone)", field="record")
         try:
@@ -119,6 +133,17 @@ class BatchProcessor:
         if msg.key is None or msg.key != record.session_id.encode("utf-8"):
             return letter_for(msg, "invalid_record", "key: must equal the record's session_id (UTF-8)",
                               field="key")
+        return record
+
+    def _project(
+        self,
+        msg: Any,
+        record: HeaderRecord | EventRecord,
+        actions: list[Action],
+        origin: dict[int, Any],
+        touched: dict[str, SessionProjection],
+        out: BatchResult,
+    ) -> DeadLetter | None:
         state = self._state(record.session_id)
         if isinstance(record, HeaderRecord):
             verdict = state.apply_header(record)
@@ -138,8 +163,10 @@ class BatchProcessor:
         if state.seq_gaps > gaps_before:
             self.metrics.seq_gaps.inc(state.seq_gaps - gaps_before)
             log.warning("seq gap in session %s before seq %d", record.session_id, record.seq)
-        for violation in outcome.violations:
-            log.warning("surface violation in %s at seq %d: %s", record.session_id, violation.seq, violation.code)
+        if outcome.violations and len(state.fold.violations) == len(outcome.violations):
+            # Only the first violation of a session is logged; all are in its session document.
+            first = outcome.violations[0]
+            log.warning("surface violation in %s at seq %d: %s", record.session_id, first.seq, first.code)
         actions.append(outcome.create)
         actions.extend(outcome.updates)
         origin[id(outcome.create)] = msg

@@ -61,16 +61,23 @@ def watermarks_index(prefix: str) -> str:
 _ANALYSIS: Final[dict[str, Any]] = {
     "tokenizer": {"sl_words": {"type": "pattern", "pattern": "[^\\p{L}\\p{N}\\p{M}]+"}},
     "filter": {
+        # Lucene refuses a term over 32,766 bytes ("immense term"): a 1 MiB hex blob in a tool
+        # output must not make its entry unindexable. The full text stays in _source.
+        "sl_truncate": {"type": "truncate", "length": 256},
         "sl_fold": {"type": "asciifolding", "preserve_original": False},
         "sl_trigram": {"type": "ngram", "min_gram": 3, "max_gram": 3},
     },
     "analyzer": {
-        "sl_folded": {"type": "custom", "tokenizer": "sl_words", "filter": ["lowercase", "sl_fold"]},
-        "sl_exact": {"type": "custom", "tokenizer": "sl_words", "filter": ["lowercase"]},
+        "sl_folded": {
+            "type": "custom",
+            "tokenizer": "sl_words",
+            "filter": ["sl_truncate", "lowercase", "sl_fold"],
+        },
+        "sl_exact": {"type": "custom", "tokenizer": "sl_words", "filter": ["sl_truncate", "lowercase"]},
         "sl_trigram": {
             "type": "custom",
             "tokenizer": "sl_words",
-            "filter": ["lowercase", "sl_fold", "sl_trigram"],
+            "filter": ["sl_truncate", "lowercase", "sl_fold", "sl_trigram"],
         },
     },
 }

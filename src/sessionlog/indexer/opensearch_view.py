@@ -307,6 +307,22 @@ class OpenSearchView:
             events = list(self._fold_events(session_id))
         return SessionProjection.restore(session_id, doc, events)
 
+    def restore_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionProjection]:
+        """:meth:`restore_session` for many sessions: one routed multi-get for their session
+        documents, then the fold events only of sessions that already have events."""
+        if not session_ids:
+            return {}
+        docs = [{"_id": sid, "routing": sid} for sid in session_ids]
+        response = self.client.mget(index=self.sessions, body={"docs": docs})
+        out: dict[str, SessionProjection] = {}
+        for sid, doc in zip(session_ids, response["docs"], strict=True):
+            source = doc.get("_source") if doc.get("found") else None
+            events: list[FoldEvent] = []
+            if source and int(source.get("last_seq", -1)) >= 0:
+                events = list(self._fold_events(sid))
+            out[sid] = SessionProjection.restore(sid, source, events)
+        return out
+
     def _fold_events(self, session_id: str) -> Iterable[FoldEvent]:
         fields = [
             "seq", "type", "surface_op", "replace_start", "replace_end", "sources", "tool_name", "role", "attrs",

@@ -28,6 +28,7 @@ from sessionlog.indexer.errors import SourceUnavailable, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
 from sessionlog.indexer.opensearch_view import OpenSearchView
 from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
+from sessionlog.indexer.watermark import WatermarkPublisher
 from sessionlog.ingest.settings import KafkaSettings
 from sessionlog.ingest.topics import dlq_topic, ensure_topics
 from sessionlog.ingest.wire import MAX_RECORD_BYTES
@@ -76,7 +77,7 @@ class IndexerWorker:
         *,
         view: OpenSearchView | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        watermark_interval_s: float = 0.5,
+        watermark_interval_s: float = 1.0,
     ) -> None:
         self.kafka = kafka or KafkaSettings()
         self.settings = settings or IndexerSettings()
@@ -86,9 +87,7 @@ class IndexerWorker:
         self.stats = WorkerStats()
         self._sleep = sleep
         self._watermark_interval_s = watermark_interval_s
-        self._unpublished: dict[int, tuple[int, int]] = {}
-        self._pending_times: list[float] = []
-        self._last_publish = 0.0
+        self._publisher: WatermarkPublisher | None = None
         self._last_lag = 0.0
         self._consumer: KafkaConsumer | None = None
         self._dlq: KafkaProducer | None = None
@@ -101,6 +100,7 @@ class IndexerWorker:
             return self._consumer
         ensure_topics(self.kafka)
         self.view.ensure_schema()
+        self._publisher = WatermarkPublisher(self.view, self.kafka.topic, self.metrics, self._watermark_interval_s)
         if self.settings.metrics_port is not None and self._server is None:
             self._server = MetricsServer(self.metrics, self.settings.metrics_port)
         try:
@@ -155,22 +155,25 @@ class IndexerWorker:
             records = [r for batch in polled.values() for r in batch]
             if records:
                 self._handle(consumer, records)
-                self._maybe_publish(force=False)
                 self._maybe_lag(consumer)
                 if on_batch:
                     on_batch(self.stats)
                 continue
-            self._maybe_publish(force=True)
             self._maybe_lag(consumer)
             if until_idle:
                 assigned = consumer.assignment()
                 if assigned and self._caught_up(consumer, assigned):
+                    self._publish_now()
                     self.view.refresh()
                     break
                 if not assigned and time.monotonic() - started > assignment_timeout_s:
                     raise SourceUnavailable("no partitions were assigned to this worker in time")
-        self._maybe_publish(force=True)
+        self._publish_now()
         return self.stats
+
+    def _publish_now(self) -> None:
+        if self._publisher is not None:
+            self._publisher.publish_now()
 
     def _caught_up(self, consumer: KafkaConsumer, assigned: set[TopicPartition]) -> bool:
         ends = consumer.end_offsets(list(assigned))
@@ -215,9 +218,10 @@ class IndexerWorker:
         for msg in records:
             tp = TopicPartition(msg.topic, msg.partition)
             commits[tp] = OffsetAndMetadata(max(msg.offset + 1, commits[tp].offset if tp in commits else 0), "", -1)
-            self._unpublished[msg.partition] = (msg.offset, msg.timestamp)
         consumer.commit(commits)
-        self._pending_times.extend(msg.timestamp / 1000.0 for msg in records)
+        if self._publisher is not None:
+            for msg in records:
+                self._publisher.offer(msg.partition, msg.offset, msg.timestamp)
         n = len(records)
         self.stats.consumed += n
         self.stats.batches += 1
@@ -229,26 +233,6 @@ class IndexerWorker:
         self.metrics.replays.inc(result.replays)
         self.metrics.conflicts.inc(result.conflicts)
         self.metrics.batch_seconds.observe(time.monotonic() - started)
-
-    def _maybe_publish(self, *, force: bool) -> None:
-        """Make indexed records searchable (refresh) and publish the per-partition watermark."""
-        if not self._unpublished:
-            return
-        now = time.monotonic()
-        if not force and now - self._last_publish < self._watermark_interval_s:
-            return
-        try:
-            self.view.refresh()
-            self.view.publish_watermarks(self.kafka.topic, self._unpublished)
-        except ViewUnavailable as err:
-            log.warning("watermark not published: %s", err)
-            return
-        wall = time.time()
-        for ts in self._pending_times:
-            self.metrics.freshness.observe(max(0.0, wall - ts))
-        self._pending_times.clear()
-        self._unpublished = {}
-        self._last_publish = now
 
     def _wait_for_view(self, consumer: KafkaConsumer) -> None:
         self.batch.forget_states()
@@ -297,6 +281,8 @@ class IndexerWorker:
             self._dlq.close(timeout=10)
         if self._server is not None:
             self._server.close()
+        if self._publisher is not None:
+            self._publisher.close()
         self.view.close()
 
     def __enter__(self) -> IndexerWorker:

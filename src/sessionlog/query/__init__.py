@@ -25,18 +25,15 @@ from sessionlog.query.reads import (
 )
 from sessionlog.query.render import render_result
 from sessionlog.query.scope import Scope
-from sessionlog.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
 from sessionlog.query.session_reader import SessionReader
+from sessionlog.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
 
 __all__ = [
-    "TOOL_NAME",
-    "SessionQueryTool",
-    "ToolError",
-    "session_query_tool",
     "DEFAULT_EXCERPT_BYTES",
     "DEFAULT_LIMIT",
     "ERROR_CODES",
     "MAX_LIMIT",
+    "TOOL_NAME",
     "ErrorCode",
     "EventRecordView",
     "EventTraceResult",
@@ -51,10 +48,13 @@ __all__ = [
     "SessionQueryError",
     "SessionQueryRequest",
     "SessionQueryResult",
+    "SessionQueryTool",
     "SessionReader",
     "SessionRecord",
     "SessionStats",
     "SessionTrace",
     "SurfaceRead",
+    "ToolError",
     "render_result",
+    "session_query_tool",
 ]

@@ -35,6 +35,7 @@ class QueryPlan:
     words: tuple[str, ...]
     phrase: str
     default_kinds: bool
+    limit: int = 10
 
     @property
     def browse(self) -> bool:
@@ -76,9 +77,14 @@ def _filters(plan: QueryPlan) -> list[dict[str, Any]]:
     return clauses
 
 
-def _must_not(plan: QueryPlan) -> list[dict[str, Any]]:
+def _must_not(plan: QueryPlan, exclude: Sequence[str] = ()) -> list[dict[str, Any]]:
     # The search tool's own calls and results are not history worth finding (D8).
-    return [{"term": {"tool_name": SEARCH_TOOL_NAME}}] if plan.default_kinds else []
+    clauses: list[dict[str, Any]] = [{"term": {"tool_name": SEARCH_TOOL_NAME}}] if plan.default_kinds else []
+    if exclude:
+        # Pages after the first leave out what earlier pages returned. Unlike search_after on
+        # [_score, …], this cannot repeat or skip an entry when unrelated writes shift BM25 statistics.
+        clauses.append({"ids": {"values": list(exclude)}})
+    return clauses
 
 
 def search_body(
@@ -86,7 +92,7 @@ def search_body(
     *,
     size: int,
     partial: bool = False,
-    search_after: Sequence[Any] | None = None,
+    exclude: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A ranked search: every word must match (or, ``partial``, at least one)."""
     clauses = [word_clause(r, w) for r, w in zip(plan.raw_words, plan.words, strict=True)]
@@ -105,7 +111,7 @@ def search_body(
             }
         }
     )
-    boolean: dict[str, Any] = {"filter": _filters(plan), "must_not": _must_not(plan)}
+    boolean: dict[str, Any] = {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}
     if partial:
         boolean["should"] = clauses + should
         boolean["minimum_should_match"] = 1
@@ -128,14 +134,10 @@ def search_body(
             "highlight_query": {"bool": {"should": clauses}},
         },
     }
-    if search_after:
-        body["search_after"] = list(search_after)
     return body
 
 
-def browse_body(
-    plan: QueryPlan, *, size: int, single_session: bool, search_after: Sequence[Any] | None = None
-) -> dict[str, Any]:
+def browse_body(plan: QueryPlan, *, size: int, single_session: bool, exclude: Sequence[str] = ()) -> dict[str, Any]:
     """The most recent entries (seq descending in a session; time, then seq, across sessions)."""
     sort: list[dict[str, str]] = (
         [{"seq": "desc"}, {"session_id": "asc"}]
@@ -144,13 +146,11 @@ def browse_body(
     )
     body: dict[str, Any] = {
         "size": size,
-        "query": {"bool": {"filter": _filters(plan), "must_not": _must_not(plan)}},
+        "query": {"bool": {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}},
         "sort": sort,
         "track_total_hits": False,
         "_source": {"excludes": ["content_hash", "attrs"]},
     }
-    if search_after:
-        body["search_after"] = list(search_after)
     return body
 
 

@@ -27,12 +27,13 @@ class _Frozen(BaseModel):
 
 
 class SessionQueryRequest(_Frozen):
-    """One search. ``session_id`` narrows the provider's scope to one session (``None``: all of it)."""
+    """One search. ``session_id`` narrows the provider's scope to one session (``None``: all of it);
+    ``limit`` ``None`` means the provider's default."""
 
     session_id: str | None = None
     query: str = ""
     kinds: tuple[str, ...] = ()
-    limit: int = DEFAULT_LIMIT
+    limit: int | None = None
     excerpt_bytes: int = DEFAULT_EXCERPT_BYTES
     cursor: str | None = None
 

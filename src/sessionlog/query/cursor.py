@@ -11,7 +11,45 @@ import orjson
 
 from sessionlog.query.errors import SessionQueryError
 
-__all__ = ["decode_cursor", "encode_cursor", "open_cursor", "request_fingerprint"]
+__all__ = [
+    "MAX_PAGED",
+    "decode_cursor",
+    "encode_cursor",
+    "open_cursor",
+    "pack_seen",
+    "request_fingerprint",
+    "unpack_seen",
+]
+
+#: Entries a chain of pages may return in all; past it there is no next cursor (narrow the query).
+MAX_PAGED = 1000
+
+
+def pack_seen(entry_ids: list[str]) -> list[Any]:
+    """``["s1:3", "s1:4", "s2:0"]`` → ``["s1", 3, 4, "s2", 0]`` (compact for the cursor)."""
+    out: list[Any] = []
+    current = None
+    for entry_id in entry_ids:
+        session_id, _, seq = entry_id.rpartition(":")
+        if session_id != current:
+            out.append(session_id)
+            current = session_id
+        out.append(int(seq))
+    return out
+
+
+def unpack_seen(packed: list[Any]) -> list[str]:
+    """The inverse of :func:`pack_seen`; INVALID_CURSOR on anything else."""
+    out: list[str] = []
+    session_id: str | None = None
+    for item in packed:
+        if isinstance(item, str):
+            session_id = item
+        elif isinstance(item, int) and not isinstance(item, bool) and session_id is not None:
+            out.append(f"{session_id}:{item}")
+        else:
+            raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+    return out
 
 
 def request_fingerprint(*parts: object) -> str:

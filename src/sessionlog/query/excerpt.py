@@ -77,7 +77,7 @@ def excerpt(text: str, words: Sequence[str], budget: int, hints: Sequence[str] =
         return whole
     avail = budget - 2 * _ELLIPSIS_BYTES
     if avail <= 0:
-        return ""
+        return ""  # no room for the ellipses that would mark the cut
     lead_budget = avail // 3
     # Walk left from the match up to a third of the budget, then right with what is left.
     i, used = len(left), 0

@@ -12,32 +12,28 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
 
-from sessionlog.indexer.document import DEFAULT_KINDS, events_alias, sessions_alias, watermarks_index
+from sessionlog.indexer.document import events_alias, sessions_alias, watermarks_index
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.settings import describe_settings_error
-from sessionlog.indexer.textfold import WORD_RE, fold
 from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan, browse_body, count_body, search_body
 from sessionlog.query.clients import shared_client
 from sessionlog.query.contract import (
-    DEFAULT_EXCERPT_BYTES,
     DEFAULT_LIMIT,
     MAX_LIMIT,
     SessionMatch,
     SessionQueryRequest,
     SessionQueryResult,
 )
-from sessionlog.query.cursor import encode_cursor, open_cursor, request_fingerprint
+from sessionlog.query.cursor import MAX_PAGED, encode_cursor, open_cursor, pack_seen, request_fingerprint, unpack_seen
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.excerpt import excerpt
 from sessionlog.query.live import live_feed, merge_live
+from sessionlog.query.plan import MAX_QUERY_WORDS, excerpt_budget, plan_request
 from sessionlog.query.scope import Scope
 from sessionlog.query.scoring import score_text
 
 __all__ = ["MAX_QUERY_WORDS", "OpenSearchProvider"]
 
-MAX_QUERY_WORDS = 32
-MAX_WORD_CHARS = 64
-_KIND = re.compile(r"^[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}$")
 _HIGHLIGHT = re.compile("\ue000(.*?)\ue001", re.S)
 
 
@@ -114,57 +110,16 @@ class OpenSearchProvider:
     def _plan(self, request: SessionQueryRequest) -> tuple[QueryPlan, str | None]:
         if self._closed:
             raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the provider was closed")
-        if not isinstance(request, SessionQueryRequest):
-            raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "expected a SessionQueryRequest")
-        session_id = request.session_id
-        if session_id is not None:
-            if not session_id.strip():
-                raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "session_id must not be empty or blank")
-            if self.scope.admits_session_id(session_id) is False or not re.fullmatch(
-                r"[A-Za-z0-9._:-]{1,128}", session_id
-            ):
-                raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
-        query = request.query
-        if not isinstance(query, str) or "\x00" in query:
-            raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "query must be text without NUL characters")
-        if not isinstance(request.limit, int) or not 1 <= request.limit <= self.max_limit:
-            raise SessionQueryError(
-                "SESSION_QUERY_INVALID_LIMIT", f"limit must be an integer in [1, {self.max_limit}]"
-            )
-        for kind in request.kinds:
-            if not _KIND.match(kind):
-                raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f"unknown kind {kind!r}")
-        raw_words: dict[str, str] = {}
-        for found in WORD_RE.finditer(query):
-            raw = found.group().lower()[:MAX_WORD_CHARS]
-            raw_words.setdefault(fold(raw), raw)
-        if len(raw_words) > MAX_QUERY_WORDS:
-            raise SessionQueryError(
-                "SESSION_QUERY_INVALID_QUERY", f"query has {len(raw_words)} words; at most {MAX_QUERY_WORDS}"
-            )
-        filters: list[dict[str, Any]] = [self.scope.filter()]
-        if session_id is not None:
-            filters.append({"term": {"session_id": session_id}})
-        kinds = tuple(request.kinds) or DEFAULT_KINDS
-        plan = QueryPlan(
-            filters=tuple(filters),
-            kinds=kinds,
-            raw_words=tuple(raw_words.values()),
-            words=tuple(raw_words),
-            phrase=" ".join(raw_words.values()),
-            default_kinds=not request.kinds,
-        )
-        return plan, session_id
+        return plan_request(request, self.scope, self.max_limit, self.default_limit)
 
     # -- search ---------------------------------------------------------------------------------
     def search(self, request: SessionQueryRequest) -> SessionQueryResult:
         """Run one search; raises :class:`SessionQueryError` and nothing else."""
         plan, session_id = self._plan(request)
-        budget = request.excerpt_bytes if request.excerpt_bytes > 0 else DEFAULT_EXCERPT_BYTES
-        budget = max(32, min(budget, 64 * 1024))
+        budget = excerpt_budget(request)
         routing = self._routing(session_id)
         fingerprint = request_fingerprint(
-            self.scope.fingerprint(), session_id, plan.words, plan.kinds, request.limit, budget
+            self.scope.fingerprint(), session_id, plan.words, plan.kinds, plan.limit, budget
         )
         after: list[Any] | None = None
         partial = False
@@ -172,11 +127,12 @@ class OpenSearchProvider:
         if request.cursor is not None:
             after, partial, issued = open_cursor(self._key, request.cursor, fingerprint)
         single = session_id is not None or (self.scope.kind == "sessions" and len(self.scope.ids) == 1)
-        size = request.limit + 1
+        size = plan.limit + 1
+        seen = unpack_seen(after or [])
         if plan.browse:
-            body = browse_body(plan, size=size, single_session=single, search_after=after)
+            body = browse_body(plan, size=size, single_session=single, exclude=seen)
         else:
-            body = search_body(plan, size=size, partial=partial, search_after=after)
+            body = search_body(plan, size=size, partial=partial, exclude=seen)
         searched, generation, exists, hits = self._round_trip(plan, routing, session_id, body)
         if session_id is not None and not exists and self.scope.kind == "workspaces":
             raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
@@ -185,19 +141,20 @@ class OpenSearchProvider:
         if not plan.browse and not hits and after is None and len(plan.words) > 1:
             partial = True
             hits = self._search(search_body(plan, size=size, partial=True), routing)
-        more = len(hits) > request.limit
-        hits = hits[: request.limit]
+        more = len(hits) > plan.limit
+        hits = hits[: plan.limit]
         matches = [self._match(hit, plan, budget) for hit in hits]
         next_cursor = None
-        if more and hits:
-            next_cursor = encode_cursor(self._key, fingerprint, generation, list(hits[-1]["sort"]), partial)
+        if more and hits and len(seen) + len(hits) <= MAX_PAGED:
+            returned = [*seen, *(hit["_id"] for hit in hits)]
+            next_cursor = encode_cursor(self._key, fingerprint, generation, pack_seen(returned), partial)
         source = "persisted"
         if self.live is not None and request.cursor is None:
             live = self._live_matches(plan, session_id, budget, partial)
             if live:
                 source = "persisted+live"
                 searched += len(live[1])
-                matches = merge_live(matches, live[0], request.limit, browse=plan.browse, single=single)
+                matches = merge_live(matches, live[0], plan.limit, browse=plan.browse, single=single)
         return SessionQueryResult(
             matches=tuple(matches), searched=searched, next_cursor=next_cursor,
             partial=partial and bool(matches), source=source,

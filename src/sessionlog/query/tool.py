@@ -52,10 +52,15 @@ class SessionQueryTool:
         session_id: str | None = None,
         name: str = TOOL_NAME,
         description: str = _DESCRIPTION,
-        default_limit: int = DEFAULT_LIMIT,
-        max_limit: int = MAX_LIMIT,
+        default_limit: int | None = None,
+        max_limit: int | None = None,
         excerpt_bytes: int = DEFAULT_EXCERPT_BYTES,
     ) -> None:
+        # The provider's own limits bound the tool unless the operator narrows them further.
+        provider_max = int(getattr(provider, "max_limit", MAX_LIMIT))
+        max_limit = provider_max if max_limit is None else min(max_limit, provider_max)
+        if default_limit is None:
+            default_limit = min(int(getattr(provider, "default_limit", DEFAULT_LIMIT)), max_limit)
         if not 1 <= default_limit <= max_limit:
             raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "need 1 <= default_limit <= max_limit")
         self.provider = provider
