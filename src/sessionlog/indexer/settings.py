@@ -72,3 +72,6 @@ class IndexerSettings(BaseSettings):
         10.0, ge=6, le=300, description="A worker that stops heartbeating leaves the group after this."
     )
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Port for /metrics and health.")
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address the metrics/health server binds (0.0.0.0 in a container)."
+    )

@@ -61,6 +61,11 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
     def on_partitions_revoked(self, revoked: Any) -> None:
         self.worker.batch.forget_states()
+        for tp in revoked:
+            try:
+                self.worker.metrics.lag.remove(str(tp.partition))
+            except KeyError:
+                pass
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.worker.batch.forget_states()
@@ -102,7 +107,7 @@ class IndexerWorker:
         self.view.ensure_schema()
         self._publisher = WatermarkPublisher(self.view, self.kafka.topic, self.metrics, self._watermark_interval_s)
         if self.settings.metrics_port is not None and self._server is None:
-            self._server = MetricsServer(self.metrics, self.settings.metrics_port)
+            self._server = MetricsServer(self.metrics, self.settings.metrics_port, host=self.settings.metrics_host)
         try:
             config = self.kafka.client_config()
             # JoinGroup blocks for up to the rebalance timeout; the short client request timeout
@@ -154,7 +159,8 @@ class IndexerWorker:
             polled = consumer.poll(timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.batch_max)
             records = [r for batch in polled.values() for r in batch]
             if records:
-                self._handle(consumer, records)
+                if not self._handle(consumer, records, stop):
+                    break  # stopped while OpenSearch was down: the batch was abandoned, not committed
                 self._maybe_lag(consumer)
                 if on_batch:
                     on_batch(self.stats)
@@ -195,12 +201,14 @@ class IndexerWorker:
         except KafkaError as err:
             log.warning("cannot read end offsets for lag: %s", err)
 
-    def _handle(self, consumer: KafkaConsumer, records: list[Any]) -> None:
+    def _handle(self, consumer: KafkaConsumer, records: list[Any], stop: threading.Event) -> bool:
+        """Process and commit one batch; False when a stop request abandoned it (it is re-consumed
+        by whoever owns the partitions next, idempotently)."""
         started = time.monotonic()
         first_offsets: dict[TopicPartition, int] = {}
         for msg in records:
             first_offsets.setdefault(TopicPartition(msg.topic, msg.partition), msg.offset)
-        attempts_before = self.view.attempts
+        attempts_before, retries_before = self.view.attempts, self.view.item_retries
         while True:
             try:
                 result = self.batch.process(records)
@@ -209,10 +217,11 @@ class IndexerWorker:
                 self.stats.view_outages += 1
                 self.metrics.errors.labels(error_class="view_unavailable").inc()
                 log.warning("OpenSearch unavailable, pausing partitions: %s", err)
-                self._wait_for_view(consumer)
+                if not self._wait_for_view(consumer, stop):
+                    return False
         if self.view.attempts - attempts_before == 1:
             self.metrics.first_attempt.inc()
-        self.metrics.retries.inc(0)
+        self.metrics.retries.inc(self.view.item_retries - retries_before)
         self._dead_letter(result.letters)
         commits: dict[TopicPartition, OffsetAndMetadata] = {}
         for msg in records:
@@ -233,22 +242,25 @@ class IndexerWorker:
         self.metrics.replays.inc(result.replays)
         self.metrics.conflicts.inc(result.conflicts)
         self.metrics.batch_seconds.observe(time.monotonic() - started)
+        return True
 
-    def _wait_for_view(self, consumer: KafkaConsumer) -> None:
+    def _wait_for_view(self, consumer: KafkaConsumer, stop: threading.Event) -> bool:
+        """Pause the partitions until OpenSearch answers (True) or a stop is requested (False)."""
         self.batch.forget_states()
         assigned = list(consumer.assignment())
         consumer.pause(*assigned)
         self.metrics.paused.set(1)
         try:
-            while True:
+            while not stop.is_set():
                 consumer.poll(timeout_ms=500)  # keeps the group membership alive
                 self.metrics.beat()
                 try:
                     if self.view.client.ping():
-                        return
+                        return True
                 except Exception:  # noqa: BLE001 - any failure means "still down"
                     pass
                 self._sleep(1.0)
+            return False
         finally:
             self.metrics.paused.set(0)
             consumer.resume(*[tp for tp in assigned if tp in consumer.assignment()])

@@ -28,6 +28,12 @@ class KafkaSettings(BaseSettings):
     bootstrap_servers: str = Field(default="127.0.0.1:9092", description="Comma-separated host:port list.")
     topic: str = Field(default="sessionlog.entries", description="Topic holding the session log.")
     partitions: int = Field(default=4, ge=1, description="Partitions when sessionlog creates the topic.")
+    retention_ms: int = Field(
+        default=-1,
+        ge=-1,
+        description="retention.ms of a topic sessionlog creates; -1 keeps every record (the topic is the "
+        "source of truth that `sessionlog rebuild` replays).",
+    )
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     ssl_cafile: Path | None = Field(default=None, description="CA bundle for TLS.")
     ssl_certfile: Path | None = Field(default=None, description="Client certificate for mutual TLS.")

@@ -34,7 +34,10 @@ def ensure_topics(settings: KafkaSettings) -> None:
             name: {
                 "num_partitions": parts,
                 "replication_factor": -1,
-                "configs": {"max.message.bytes": str(MAX_RECORD_BYTES + 1024 * 1024)},
+                "configs": {
+                    "max.message.bytes": str(MAX_RECORD_BYTES + 1024 * 1024),
+                    "retention.ms": str(settings.retention_ms),
+                },
             }
             for name, parts in wanted.items()
             if name not in existing

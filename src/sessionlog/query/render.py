@@ -18,12 +18,12 @@ def _echo(query: str) -> str:
     return flat if len(flat) <= _ECHO_CHARS else flat[: _ECHO_CHARS - 1] + "…"
 
 
-def render_result(result: SessionQueryResult, query: str) -> str:
+def render_result(result: SessionQueryResult, query: str, *, scope_noun: str = "session") -> str:
     """``K matches (searched N entries):`` then a ``[seq S, turn T, ROLE] score X.X · time`` line and
     the excerpt per match; the two empty texts keep the Go reference's meaning."""
     if not result.matches:
         if result.searched == 0:
-            return "No searchable history yet in this session."
+            return f"No searchable history yet in this {scope_noun}."
         return f'No entries matched "{_echo(query)}" (searched {result.searched} entries).'
     count = len(result.matches)
     noun = "match" if count == 1 else "matches"
@@ -35,8 +35,10 @@ def render_result(result: SessionQueryResult, query: str) -> str:
     else:
         header = f"{count} {noun} (searched {result.searched} entries):"
     lines = [header]
+    # Across several sessions a seq alone is ambiguous: name the session.
+    several = len({m.session_id for m in result.matches}) > 1 or scope_noun != "session"
     for match in result.matches:
-        parts = [f"seq {match.seq}"]
+        parts = [f"session {match.session_id}", f"seq {match.seq}"] if several else [f"seq {match.seq}"]
         if match.turn is not None:
             parts.append(f"turn {match.turn}")
         parts.append(match.role or match.kind)

@@ -154,7 +154,10 @@ class SessionQueryTool:
             result = self.provider.search(request)
         except SessionQueryError as err:
             raise ToolError(f"{self.name} failed ({err.code}): {err.message}") from None
-        return render_result(result, query)
+        scope = getattr(self.provider, "scope", None)
+        noun = "workspace" if getattr(scope, "kind", "sessions") == "workspaces" or self.session_id is None and (
+            len(getattr(scope, "ids", ())) > 1) else "session"
+        return render_result(result, query, scope_noun=noun)
 
     def run_openai_call(self, tool_call: Mapping[str, Any]) -> dict[str, Any]:
         """Answer an OpenAI ``tool_calls[i]`` with a ``role: tool`` message (errors become its content)."""
