@@ -32,14 +32,14 @@ from kafka import KafkaProducer
 from opensearchpy import helpers
 from rich.console import Console
 from rich.progress import Progress
+from tests.benchmarks.corpus import Corpus, CorpusConfig
+from tests.benchmarks.machine import machine_info
 
 from sessionlog.indexer import IndexerSettings, IndexerWorker, OpenSearchSettings, OpenSearchView
 from sessionlog.indexer.document import event_document
 from sessionlog.ingest import Appender, KafkaSettings, ensure_topics, parse_record
 from sessionlog.ingest.wire import EventRecord
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
-from tests.benchmarks.corpus import Corpus, CorpusConfig
-from tests.benchmarks.machine import machine_info
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
@@ -66,7 +66,9 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
     run = uuid.uuid4().hex[:8]
     kafka = KafkaSettings().model_copy(update={"topic": f"bench.pipeline.{run}"})
     ensure_topics(kafka)
-    producer = KafkaProducer(**kafka.client_config(), linger_ms=20, batch_size=512 * 1024, compression_type="zstd")
+    producer = KafkaProducer(
+        **kafka.client_config(), linger_ms=20, batch_size=512 * 1024, compression_type="zstd"
+    )
     for record in records:
         producer.send(kafka.topic, key=record["session_id"].encode(), value=orjson.dumps(record))
     producer.flush()
@@ -79,7 +81,9 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
         task = progress.add_task("indexer (Kafka → OpenSearch)", total=len(records))
         started = time.monotonic()
         with IndexerWorker(kafka, opensearch, settings) as worker:
-            stats = worker.run(until_idle=True, on_batch=lambda s: progress.update(task, completed=s.consumed))
+            stats = worker.run(
+                until_idle=True, on_batch=lambda s: progress.update(task, completed=s.consumed)
+            )
         indexer_s = time.monotonic() - started
     view = OpenSearchView(opensearch)
 
@@ -88,13 +92,19 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
     raw_view.ensure_schema()
     parsed = [parse_record(r) for r in records]
     docs = [
-        {"_index": raw_view.events, "_id": r.doc_id, "_routing": r.session_id,
-         "_source": event_document(r, surface_state="current")}
-        for r in parsed if isinstance(r, EventRecord)
+        {
+            "_index": raw_view.events,
+            "_id": r.doc_id,
+            "_routing": r.session_id,
+            "_source": event_document(r, surface_state="current"),
+        }
+        for r in parsed
+        if isinstance(r, EventRecord)
     ]
     started = time.monotonic()
-    for ok, item in helpers.parallel_bulk(raw_view.client, docs, thread_count=2, chunk_size=2000,
-                                          raise_on_error=False):
+    for ok, item in helpers.parallel_bulk(
+        raw_view.client, docs, thread_count=2, chunk_size=2000, raise_on_error=False
+    ):
         if not ok:
             raise RuntimeError(f"raw bulk failed: {item}")
     raw_view.refresh()
@@ -141,10 +151,20 @@ def freshness(rate: float, seconds: float, console: Console) -> dict[str, Any]:
             pending: list[tuple[str, int, float]] = []
             for seq in range(total):
                 word = f"needle{run}x{seq}"
-                appender.append({"v": 1, "kind": "event", "workspace_id": "fresh", "session_id": f"f-{seq % 20}",
-                                 "seq": seq // 20, "type": "user/message", "role": "user",
-                                 "surface": {"op": "append"}, "time": datetime.now(UTC).isoformat(),
-                                 "text": f"steady load entry {word}"})
+                appender.append(
+                    {
+                        "v": 1,
+                        "kind": "event",
+                        "workspace_id": "fresh",
+                        "session_id": f"f-{seq % 20}",
+                        "seq": seq // 20,
+                        "type": "user/message",
+                        "role": "user",
+                        "surface": {"op": "append"},
+                        "time": datetime.now(UTC).isoformat(),
+                        "text": f"steady load entry {word}",
+                    }
+                )
                 if seq % 25 == 0:
                     pending.append((word, seq, time.monotonic()))
                 progress.advance(task)
@@ -179,8 +199,14 @@ def freshness(rate: float, seconds: float, console: Console) -> dict[str, Any]:
         del view
     samples.sort()
     q = statistics.quantiles(samples, n=100) if len(samples) >= 2 else [float("nan")] * 99
-    return {"rate_per_s": rate, "seconds": seconds, "samples": len(samples),
-            "p50_s": statistics.median(samples) if samples else None, "p99_s": q[98], "max_s": max(samples or [0])}
+    return {
+        "rate_per_s": rate,
+        "seconds": seconds,
+        "samples": len(samples),
+        "p50_s": statistics.median(samples) if samples else None,
+        "p99_s": q[98],
+        "max_s": max(samples or [0]),
+    }
 
 
 def render(result: dict[str, Any]) -> str:
@@ -189,14 +215,17 @@ def render(result: dict[str, Any]) -> str:
         BEGIN,
         "## Pipeline: indexer throughput and freshness",
         "",
-        f"Run {result['finished_at']} on {m.get('nproc')} cores ({m.get('cpu_model')}), load average at start "
-        f"{'/'.join(f'{x:.1f}' for x in m.get('loadavg_at_start') or [])}. Command: `{result['command']}`.",
+        f"Run {result['finished_at']} on {m.get('nproc')} cores ({m.get('cpu_model')}), "
+        f"load average at start {'/'.join(f'{x:.1f}' for x in m.get('loadavg_at_start') or [])}. "
+        f"Command: `{result['command']}`.",
         "",
         "| measure | value |",
         "|---|---|",
         f"| events | {tp['events']:,} |",
-        f"| indexer end to end (Kafka → worker → OpenSearch, commits) | {tp['indexer_events_per_s']:,.0f} events/s |",
-        f"| raw ceiling (same documents, `parallel_bulk`, no Kafka) | {tp['raw_events_per_s']:,.0f} events/s |",
+        "| indexer end to end (Kafka → worker → OpenSearch, commits) | "
+        f"{tp['indexer_events_per_s']:,.0f} events/s |",
+        "| raw ceiling (same documents, `parallel_bulk`, no Kafka) | "
+        f"{tp['raw_events_per_s']:,.0f} events/s |",
         f"| **ratio** (target ≥ 0.7) | **{tp['ratio']:.2f}** |",
         f"| freshness at {fr['rate_per_s']:.0f} appends/s, {fr['samples']} samples: p50 / p99 / max "
         f"(target p50 ≤ 1.5 s) | {fr['p50_s']:.2f} s / {fr['p99_s']:.2f} s / {fr['max_s']:.2f} s |",
@@ -221,17 +250,22 @@ def write_report(result: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--rate", type=float, default=200.0, help="appends per second for freshness")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--report", action="store_true")
     args = parser.parse_args()
     console = Console()
-    result: dict[str, Any] = {"kind": "pipeline", "started_at": datetime.now(UTC).isoformat(),
-                              "command": f"python -m tests.benchmarks.bench_pipeline --events {args.events} "
-                                         f"--rate {args.rate:g} --seconds {args.seconds:g}",
-                              "machine": machine_info()}
+    result: dict[str, Any] = {
+        "kind": "pipeline",
+        "started_at": datetime.now(UTC).isoformat(),
+        "command": f"python -m tests.benchmarks.bench_pipeline --events {args.events} "
+        f"--rate {args.rate:g} --seconds {args.seconds:g}",
+        "machine": machine_info(),
+    }
     console.rule("throughput")
     result["throughput"] = throughput(args.events, console)
     console.print(result["throughput"])

@@ -21,10 +21,29 @@ SESSIONS = 20
 EVENTS = 50
 _BASE = datetime(2026, 11, 1, tzinfo=UTC)
 
-_VOCAB = (
-    "report deploy cluster metrics invoice ledger budget backlog sprint review pipeline staging "
-    "customer account balance migration schema rollout incident postmortem latency"
-).split()
+_VOCAB = [
+    "report",
+    "deploy",
+    "cluster",
+    "metrics",
+    "invoice",
+    "ledger",
+    "budget",
+    "backlog",
+    "sprint",
+    "review",
+    "pipeline",
+    "staging",
+    "customer",
+    "account",
+    "balance",
+    "migration",
+    "schema",
+    "rollout",
+    "incident",
+    "postmortem",
+    "latency",
+]
 
 #: (session index, seq, text) planted needles; each distinctive word occurs exactly once.
 NEEDLES = {
@@ -44,14 +63,32 @@ def _records() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(SESSIONS):
         ws, sid = _session(i)
-        out.append({"v": 1, "kind": "header", "workspace_id": ws, "session_id": sid,
-                    "created_at": (_BASE + timedelta(hours=i)).isoformat()})
+        out.append(
+            {
+                "v": 1,
+                "kind": "header",
+                "workspace_id": ws,
+                "session_id": sid,
+                "created_at": (_BASE + timedelta(hours=i)).isoformat(),
+            }
+        )
         for seq in range(EVENTS):
             text = NEEDLES.get((i, seq)) or " ".join(rng.choice(_VOCAB) for _ in range(8))
             role = "user" if seq % 2 == 0 else "assistant"
-            out.append({"v": 1, "kind": "event", "workspace_id": ws, "session_id": sid, "seq": seq,
-                        "type": f"{role}/message", "role": role, "surface": {"op": "append"},
-                        "time": (_BASE + timedelta(hours=i, seconds=seq)).isoformat(), "text": text})
+            out.append(
+                {
+                    "v": 1,
+                    "kind": "event",
+                    "workspace_id": ws,
+                    "session_id": sid,
+                    "seq": seq,
+                    "type": f"{role}/message",
+                    "role": role,
+                    "surface": {"op": "append"},
+                    "time": (_BASE + timedelta(hours=i, seconds=seq)).isoformat(),
+                    "text": text,
+                }
+            )
     return out
 
 
@@ -132,14 +169,54 @@ def test_searched_counts_in_scope_entries(loaded: Pipeline) -> None:
 @pytest.mark.parametrize(
     ("record", "field"),
     [
-        ({"v": 1, "kind": "event", "workspace_id": "w", "session_id": "s", "type": "user/message",
-          "time": "2026-11-01T00:00:00Z", "surface": {"op": "append"}}, "seq"),
-        ({"v": 1, "kind": "event", "workspace_id": "w", "session_id": "s", "seq": "3", "type": "turn/start",
-          "time": "2026-11-01T00:00:00Z"}, "seq"),
-        ({"v": 1, "kind": "event", "workspace_id": "w w", "session_id": "s", "seq": 3, "type": "turn/start",
-          "time": "2026-11-01T00:00:00Z"}, "workspace_id"),
-        ({"v": 1, "kind": "event", "workspace_id": "w", "session_id": "s", "seq": 3, "type": "user/message",
-          "time": "2026-11-01T00:00:00Z"}, "surface"),
+        (
+            {
+                "v": 1,
+                "kind": "event",
+                "workspace_id": "w",
+                "session_id": "s",
+                "type": "user/message",
+                "time": "2026-11-01T00:00:00Z",
+                "surface": {"op": "append"},
+            },
+            "seq",
+        ),
+        (
+            {
+                "v": 1,
+                "kind": "event",
+                "workspace_id": "w",
+                "session_id": "s",
+                "seq": "3",
+                "type": "turn/start",
+                "time": "2026-11-01T00:00:00Z",
+            },
+            "seq",
+        ),
+        (
+            {
+                "v": 1,
+                "kind": "event",
+                "workspace_id": "w w",
+                "session_id": "s",
+                "seq": 3,
+                "type": "turn/start",
+                "time": "2026-11-01T00:00:00Z",
+            },
+            "workspace_id",
+        ),
+        (
+            {
+                "v": 1,
+                "kind": "event",
+                "workspace_id": "w",
+                "session_id": "s",
+                "seq": 3,
+                "type": "user/message",
+                "time": "2026-11-01T00:00:00Z",
+            },
+            "surface",
+        ),
         ({"v": 1, "kind": "header", "workspace_id": "w", "session_id": "s"}, "created_at"),
     ],
 )
@@ -161,8 +238,12 @@ def _raw_producer(pipeline: Pipeline) -> Any:
 def test_invalid_records_from_other_clients_do_not_stop_the_indexer(pipeline: Pipeline) -> None:
     good = [r for r in _records() if r["session_id"] in ("s-00", "s-01")]
     producer = _raw_producer(pipeline)
-    bad_values = [b"not json", b"[1,2]", b'{"v":1,"kind":"event","session_id":"s-00"}',
-                  orjson.dumps({**good[5], "seq": "five"})]
+    bad_values = [
+        b"not json",
+        b"[1,2]",
+        b'{"v":1,"kind":"event","session_id":"s-00"}',
+        orjson.dumps({**good[5], "seq": "five"}),
+    ]
     try:
         for i, record in enumerate(good):
             producer.send(pipeline.kafka.topic, key=record["session_id"].encode(), value=orjson.dumps(record))
@@ -180,13 +261,27 @@ def test_invalid_records_from_other_clients_do_not_stop_the_indexer(pipeline: Pi
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install kcat)")
 def test_record_from_kcat_is_indexed_and_searchable(pipeline: Pipeline) -> None:
-    record = {"v": 1, "kind": "event", "workspace_id": "ws-k", "session_id": "kcat-1", "seq": 0,
-              "type": "tool/result", "role": "tool", "tool_name": "grep", "surface": {"op": "append"},
-              "time": "2026-11-30T10:00:00+01:00", "text": "written by kcat: Ωmega façade 7f3a9"}
+    record = {
+        "v": 1,
+        "kind": "event",
+        "workspace_id": "ws-k",
+        "session_id": "kcat-1",
+        "seq": 0,
+        "type": "tool/result",
+        "role": "tool",
+        "tool_name": "grep",
+        "surface": {"op": "append"},
+        "time": "2026-11-30T10:00:00+01:00",
+        "text": "written by kcat: Ωmega façade 7f3a9",
+    }
     line = b"kcat-1\t" + orjson.dumps(record) + b"\n"
     servers = pipeline.kafka.bootstrap_servers
-    subprocess.run(["kcat", "-P", "-b", servers, "-t", pipeline.kafka.topic, "-K", "\t"],
-                   input=line, check=True, timeout=60)
+    subprocess.run(
+        ["kcat", "-P", "-b", servers, "-t", pipeline.kafka.topic, "-K", "\t"],
+        input=line,
+        check=True,
+        timeout=60,
+    )
     stats = pipeline.index()
     assert stats.indexed == 1
     result = pipeline.provider(Scope.workspace("ws-k")).search(SessionQueryRequest(query="facade omega"))

@@ -112,14 +112,25 @@ class BatchProcessor:
             elif result.exists:
                 out.conflicts += 1
                 if msg is not None:
-                    out.letters.append(letter_for(msg, "conflict", "seq: same (session, seq) with different content",
-                                                  field="seq", http_status=409, existing=conflicting[id(action)]))
+                    out.letters.append(
+                        letter_for(
+                            msg,
+                            "conflict",
+                            "seq: same (session, seq) with different content",
+                            field="seq",
+                            http_status=409,
+                            existing=conflicting[id(action)],
+                        )
+                    )
             else:
                 self.metrics.errors.labels(error_class=f"http_{result.status}").inc()
                 log.error("bulk item failed: %s %s: %s", action.op, action.doc_id, result.error)
                 if msg is not None and action.op == "create":
-                    out.letters.append(letter_for(msg, "index_rejected", result.error or "rejected",
-                                                  http_status=result.status))
+                    out.letters.append(
+                        letter_for(
+                            msg, "index_rejected", result.error or "rejected", http_status=result.status
+                        )
+                    )
         return out
 
     @staticmethod
@@ -131,8 +142,9 @@ class BatchProcessor:
         except RecordRejected as err:
             return letter_for(msg, "invalid_record", str(err), field=err.field)
         if msg.key is None or msg.key != record.session_id.encode("utf-8"):
-            return letter_for(msg, "invalid_record", "key: must equal the record's session_id (UTF-8)",
-                              field="key")
+            return letter_for(
+                msg, "invalid_record", "key: must equal the record's session_id (UTF-8)", field="key"
+            )
         return record
 
     def _project(
@@ -149,15 +161,24 @@ class BatchProcessor:
             verdict = state.apply_header(record)
             if verdict == "conflict":
                 out.conflicts += 1
-                return letter_for(msg, "conflict", "header: differs from the header already recorded",
-                                  field="header", http_status=409, existing=state.header)
+                return letter_for(
+                    msg,
+                    "conflict",
+                    "header: differs from the header already recorded",
+                    field="header",
+                    http_status=409,
+                    existing=state.header,
+                )
             if verdict == "new":
                 touched[record.session_id] = state
             return None
         if state.workspace_id not in (None, record.workspace_id):
-            return letter_for(msg, "invalid_record",
-                              f"workspace_id: session already belongs to workspace {state.workspace_id}",
-                              field="workspace_id")
+            return letter_for(
+                msg,
+                "invalid_record",
+                f"workspace_id: session already belongs to workspace {state.workspace_id}",
+                field="workspace_id",
+            )
         gaps_before = state.seq_gaps
         outcome = state.apply_event(record, msg.partition, msg.offset)
         if state.seq_gaps > gaps_before:
@@ -178,8 +199,16 @@ class BatchProcessor:
 
 def letter_for(msg: Any, error_class: str, reason: str, **extra: Any) -> DeadLetter:
     """A dead letter for a consumed record, keeping its original bytes and coordinates."""
-    return DeadLetter(topic=msg.topic, partition=msg.partition, offset=msg.offset, key=msg.key, value=msg.value,
-                      error_class=error_class, reason=reason, **extra)
+    return DeadLetter(
+        topic=msg.topic,
+        partition=msg.partition,
+        offset=msg.offset,
+        key=msg.key,
+        value=msg.value,
+        error_class=error_class,
+        reason=reason,
+        **extra,
+    )
 
 
 Sleep = Callable[[float], None]

@@ -19,23 +19,33 @@ class IndexerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.consumed = Counter("sessionlog_indexer_records_consumed", "Records polled from Kafka.", registry=r)
+        self.consumed = Counter(
+            "sessionlog_indexer_records_consumed", "Records polled from Kafka.", registry=r
+        )
         self.indexed = Counter("sessionlog_indexer_events_indexed", "Event documents created.", registry=r)
         self.first_attempt = Counter(
-            "sessionlog_indexer_bulk_first_attempt_success", "Bulk requests that succeeded at once.", registry=r
+            "sessionlog_indexer_bulk_first_attempt_success",
+            "Bulk requests that succeeded at once.",
+            registry=r,
         )
         self.retries = Counter("sessionlog_indexer_bulk_item_retries", "Bulk items re-sent.", registry=r)
         self.errors = Counter("sessionlog_indexer_errors", "Errors by class.", ["error_class"], registry=r)
         self.dead_lettered = Counter(
             "sessionlog_indexer_dead_lettered", "Records parked in the DLQ.", ["reason"], registry=r
         )
-        self.conflicts = Counter("sessionlog_indexer_conflicts", "Same (session, seq), other content.", registry=r)
+        self.conflicts = Counter(
+            "sessionlog_indexer_conflicts", "Same (session, seq), other content.", registry=r
+        )
         self.replays = Counter("sessionlog_indexer_replays", "Identical re-deliveries (no-ops).", registry=r)
-        self.seq_gaps = Counter("sessionlog_indexer_seq_gaps", "Missing seqs detected per session.", registry=r)
+        self.seq_gaps = Counter(
+            "sessionlog_indexer_seq_gaps", "Missing seqs detected per session.", registry=r
+        )
         self.batch_seconds = Histogram(
             "sessionlog_indexer_batch_seconds", "Time to project and write one batch.", registry=r
         )
-        self.bulk_bytes = Counter("sessionlog_indexer_bulk_bytes", "Bytes of record values indexed.", registry=r)
+        self.bulk_bytes = Counter(
+            "sessionlog_indexer_bulk_bytes", "Bytes of record values indexed.", registry=r
+        )
         self.lag = Gauge("sessionlog_indexer_lag", "Records behind the log end.", ["partition"], registry=r)
         self.freshness = Histogram(
             "sessionlog_indexer_freshness_seconds",
@@ -86,7 +96,9 @@ class MetricsServer:
 
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, name="sessionlog-metrics", daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="sessionlog-metrics", daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:

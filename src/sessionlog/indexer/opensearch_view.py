@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from opensearchpy import OpenSearch
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from sessionlog.indexer.document import (
     events_alias,
@@ -107,8 +108,10 @@ class OpenSearchView:
             if not self.client.indices.exists_alias(name=self.events):
                 self._create_index(f"{self.events}-v1", {"aliases": {self.events: {}}})
             if not self.client.indices.exists(index=watermarks_index(self.prefix)):
-                self._create_index(watermarks_index(self.prefix), {"settings": {
-                    "number_of_shards": 1, "number_of_replicas": self.settings.replicas}})
+                self._create_index(
+                    watermarks_index(self.prefix),
+                    {"settings": {"number_of_shards": 1, "number_of_replicas": self.settings.replicas}},
+                )
             if not self.client.indices.exists_alias(name=self.sessions):
                 body = sessions_index_body(self.settings.shards, self.settings.replicas)
                 body["aliases"] = {self.sessions: {}}
@@ -151,7 +154,8 @@ class OpenSearchView:
         deleted = 0
         while True:
             hits = self.client.search(
-                index=self.events, routing=session_id,
+                index=self.events,
+                routing=session_id,
                 body={"size": 5000, "_source": False, "query": {"term": {"session_id": session_id}}},
             )["hits"]["hits"]
             if not hits:
@@ -161,21 +165,18 @@ class OpenSearchView:
             ]
             self.client.bulk(body=lines, refresh="true")
             deleted += len(lines)
-        try:
+        with contextlib.suppress(NotFoundError):
             self.client.delete(index=self.sessions, id=session_id, routing=session_id, refresh="true")
-        except NotFoundError:
-            pass
         return deleted
 
     def drop(self) -> None:
         """Delete every index and template of this prefix (tests and ``forget --all`` only)."""
         self.client.indices.delete(
-            index=f"{self.events}-v*,{self.sessions}-v*,{watermarks_index(self.prefix)}", ignore_unavailable=True
+            index=f"{self.events}-v*,{self.sessions}-v*,{watermarks_index(self.prefix)}",
+            ignore_unavailable=True,
         )
-        try:
+        with contextlib.suppress(NotFoundError):
             self.client.indices.delete_index_template(name=f"{self.events}-template")
-        except NotFoundError:
-            pass
 
     def refresh(self) -> None:
         try:
@@ -278,8 +279,15 @@ class OpenSearchView:
         lines: list[dict[str, Any]] = []
         for partition, (offset, record_ms) in through.items():
             lines.append({"index": {"_index": index, "_id": f"{topic}:{partition}"}})
-            lines.append({"topic": topic, "partition": partition, "offset": offset, "record_time_ms": record_ms,
-                          "published_ms": int(time.time() * 1000)})
+            lines.append(
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "offset": offset,
+                    "record_time_ms": record_ms,
+                    "published_ms": int(time.time() * 1000),
+                }
+            )
         try:
             self.client.bulk(body=lines, refresh="true")
         except (OSConnectionError, ConnectionTimeout, TransportError) as err:
@@ -325,7 +333,15 @@ class OpenSearchView:
 
     def _fold_events(self, session_id: str) -> Iterable[FoldEvent]:
         fields = [
-            "seq", "type", "surface_op", "replace_start", "replace_end", "sources", "tool_name", "role", "attrs",
+            "seq",
+            "type",
+            "surface_op",
+            "replace_start",
+            "replace_end",
+            "sources",
+            "tool_name",
+            "role",
+            "attrs",
         ]
         search_after: list[Any] | None = None
         while True:

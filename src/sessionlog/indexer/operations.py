@@ -58,8 +58,9 @@ def dlq_replay(kafka: KafkaSettings, group_id: str = "sessionlog-dlq-replay") ->
     indexer treats an identical (session, seq) as a no-op, so replaying is idempotent."""
     ensure_topics(kafka)
     topic = dlq_topic(kafka.topic)
-    consumer = KafkaConsumer(**kafka.client_config(), group_id=group_id, enable_auto_commit=False,
-                             auto_offset_reset="earliest")
+    consumer = KafkaConsumer(
+        **kafka.client_config(), group_id=group_id, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     producer = KafkaProducer(**kafka.client_config(), acks="all", enable_idempotence=True)
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
@@ -118,7 +119,9 @@ def rebuild(
         old = admin_view.current_version()
         new = old + 1
         admin_view.create_version(new)
-        group = settings.model_copy(update={"group_id": f"{settings.group_id}-rebuild-v{new}-{int(time.time())}"})
+        group = settings.model_copy(
+            update={"group_id": f"{settings.group_id}-rebuild-v{new}-{int(time.time())}"}
+        )
         target = OpenSearchView(opensearch, pinned_version=new, retry_budget=settings.retry_budget)
         with IndexerWorker(kafka, opensearch, group, view=target) as worker:
             ends: dict[TopicPartition, int] = {}

@@ -140,7 +140,7 @@ class SessionProjection:
             state.last_activity = session_doc.get("last_activity")
             state.seq_gaps = int(session_doc.get("seq_gaps") or 0)
             if session_doc.get("has_header"):
-                header = {
+                header: dict[str, Any] = {
                     k: session_doc.get(k)
                     for k in (
                         "workspace_id",

@@ -15,7 +15,6 @@ from typing import Final
 __all__ = ["WORD_RE", "fold", "fold_with_offsets", "words"]
 
 
-
 def _mark_class() -> str:
     """A regex character class of every combining mark (Unicode categories Mn, Mc, Me)."""
     ranges: list[tuple[int, int]] = []
@@ -37,9 +36,30 @@ WORD_RE: Final = re.compile(f"(?:[^\\W_]|[{_mark_class()}])+", re.UNICODE)
 
 #: Letters that have no Unicode decomposition but that Lucene's ASCIIFoldingFilter maps anyway.
 _SPECIAL: Final = {
-    "đ": "d", "Đ": "d", "ø": "o", "Ø": "o", "æ": "ae", "Æ": "ae", "ß": "ss", "ẞ": "ss",
-    "ł": "l", "Ł": "l", "œ": "oe", "Œ": "oe", "þ": "th", "Þ": "th", "ð": "d", "Ð": "d",
-    "ı": "i", "ħ": "h", "Ħ": "h", "ŧ": "t", "Ŧ": "t", "ŋ": "n", "Ŋ": "n", "ĸ": "q",
+    "đ": "d",
+    "Đ": "d",
+    "ø": "o",
+    "Ø": "o",
+    "æ": "ae",
+    "Æ": "ae",
+    "ß": "ss",
+    "ẞ": "ss",
+    "ł": "l",
+    "Ł": "l",
+    "œ": "oe",
+    "Œ": "oe",
+    "þ": "th",
+    "Þ": "th",
+    "ð": "d",
+    "Ð": "d",
+    "ı": "i",
+    "ħ": "h",
+    "Ħ": "h",
+    "ŧ": "t",
+    "Ŧ": "t",
+    "ŋ": "n",
+    "Ŋ": "n",
+    "ĸ": "q",
 }
 
 

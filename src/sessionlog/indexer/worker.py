@@ -9,6 +9,7 @@ After batches become searchable (refresh) the worker publishes a per-partition w
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -62,10 +63,8 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     def on_partitions_revoked(self, revoked: Any) -> None:
         self.worker.batch.forget_states()
         for tp in revoked:
-            try:
+            with contextlib.suppress(KeyError):
                 self.worker.metrics.lag.remove(str(tp.partition))
-            except KeyError:
-                pass
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.worker.batch.forget_states()
@@ -86,7 +85,9 @@ class IndexerWorker:
     ) -> None:
         self.kafka = kafka or KafkaSettings()
         self.settings = settings or IndexerSettings()
-        self.view = view or OpenSearchView(opensearch or OpenSearchSettings(), retry_budget=self.settings.retry_budget)
+        self.view = view or OpenSearchView(
+            opensearch or OpenSearchSettings(), retry_budget=self.settings.retry_budget
+        )
         self.metrics = IndexerMetrics()
         self.batch = BatchProcessor(self.view, self.metrics)
         self.stats = WorkerStats()
@@ -105,9 +106,13 @@ class IndexerWorker:
             return self._consumer
         ensure_topics(self.kafka)
         self.view.ensure_schema()
-        self._publisher = WatermarkPublisher(self.view, self.kafka.topic, self.metrics, self._watermark_interval_s)
+        self._publisher = WatermarkPublisher(
+            self.view, self.kafka.topic, self.metrics, self._watermark_interval_s
+        )
         if self.settings.metrics_port is not None and self._server is None:
-            self._server = MetricsServer(self.metrics, self.settings.metrics_port, host=self.settings.metrics_host)
+            self._server = MetricsServer(
+                self.metrics, self.settings.metrics_port, host=self.settings.metrics_host
+            )
         try:
             config = self.kafka.client_config()
             # JoinGroup blocks for up to the rebalance timeout; the short client request timeout
@@ -156,7 +161,9 @@ class IndexerWorker:
         started = time.monotonic()
         while not stop.is_set():
             self.metrics.beat()
-            polled = consumer.poll(timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.batch_max)
+            polled = consumer.poll(
+                timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.batch_max
+            )
             records = [r for batch in polled.values() for r in batch]
             if records:
                 if not self._handle(consumer, records, stop):
@@ -197,7 +204,9 @@ class IndexerWorker:
         try:
             ends = consumer.end_offsets(assigned)
             for tp in assigned:
-                self.metrics.lag.labels(partition=str(tp.partition)).set(max(0, ends[tp] - consumer.position(tp)))
+                self.metrics.lag.labels(partition=str(tp.partition)).set(
+                    max(0, ends[tp] - consumer.position(tp))
+                )
         except KafkaError as err:
             log.warning("cannot read end offsets for lag: %s", err)
 
@@ -226,7 +235,9 @@ class IndexerWorker:
         commits: dict[TopicPartition, OffsetAndMetadata] = {}
         for msg in records:
             tp = TopicPartition(msg.topic, msg.partition)
-            commits[tp] = OffsetAndMetadata(max(msg.offset + 1, commits[tp].offset if tp in commits else 0), "", -1)
+            commits[tp] = OffsetAndMetadata(
+                max(msg.offset + 1, commits[tp].offset if tp in commits else 0), "", -1
+            )
         consumer.commit(commits)
         if self._publisher is not None:
             for msg in records:
@@ -257,7 +268,7 @@ class IndexerWorker:
                 try:
                     if self.view.client.ping():
                         return True
-                except Exception:  # noqa: BLE001 - any failure means "still down"
+                except Exception:
                     pass
                 self._sleep(1.0)
             return False
@@ -279,7 +290,9 @@ class IndexerWorker:
             self.stats.dead_lettered += 1
             self.stats.reasons[letter.error_class] += 1
             self.metrics.dead_lettered.labels(reason=letter.error_class).inc()
-            log.warning("dead-lettered %s[%d]@%d: %s", letter.topic, letter.partition, letter.offset, letter.reason)
+            log.warning(
+                "dead-lettered %s[%d]@%d: %s", letter.topic, letter.partition, letter.offset, letter.reason
+            )
 
     def close(self) -> None:
         """Close the consumer (leaving the group), the dead-letter producer and the metrics server.

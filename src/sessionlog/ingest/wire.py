@@ -165,7 +165,9 @@ class EventRecord(_Strict):
         if self.type in SURFACE_TYPES and self.surface is None:
             raise ValueError(f"surface: required on {self.type} events")
         if self.type not in SURFACE_TYPES and self.surface is not None:
-            raise ValueError(f"surface: not allowed on {self.type} (only on {', '.join(sorted(SURFACE_TYPES))})")
+            raise ValueError(
+                f"surface: not allowed on {self.type} (only on {', '.join(sorted(SURFACE_TYPES))})"
+            )
         return self
 
     @property

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sessionlog.indexer.document import DEFAULT_KINDS
-
 __all__ = ["SEARCH_TOOL_NAME", "QueryPlan", "browse_body", "count_body", "search_body"]
 
 SEARCH_TOOL_NAME = "session_query"
@@ -137,7 +135,9 @@ def search_body(
     return body
 
 
-def browse_body(plan: QueryPlan, *, size: int, single_session: bool, exclude: Sequence[str] = ()) -> dict[str, Any]:
+def browse_body(
+    plan: QueryPlan, *, size: int, single_session: bool, exclude: Sequence[str] = ()
+) -> dict[str, Any]:
     """The most recent entries (seq descending in a session; time, then seq, across sessions)."""
     sort: list[dict[str, str]] = (
         [{"seq": "desc"}, {"session_id": "asc"}]
@@ -161,8 +161,11 @@ def count_body(plan: QueryPlan) -> dict[str, Any]:
         "track_total_hits": True,
         "query": {"bool": {"filter": list(plan.filters)}},
         "aggs": {
-            "searched": {"filter": {"bool": {"filter": _filters(plan)[len(plan.filters):],
-                                             "must_not": _must_not(plan)}}},
+            "searched": {
+                "filter": {
+                    "bool": {"filter": _filters(plan)[len(plan.filters) :], "must_not": _must_not(plan)}
+                }
+            },
             "max_offset": {"max": {"field": "offset"}},
         },
     }

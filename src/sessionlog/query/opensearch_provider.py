@@ -24,7 +24,14 @@ from sessionlog.query.contract import (
     SessionQueryRequest,
     SessionQueryResult,
 )
-from sessionlog.query.cursor import MAX_PAGED, encode_cursor, open_cursor, pack_seen, request_fingerprint, unpack_seen
+from sessionlog.query.cursor import (
+    MAX_PAGED,
+    encode_cursor,
+    open_cursor,
+    pack_seen,
+    request_fingerprint,
+    unpack_seen,
+)
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.excerpt import excerpt
 from sessionlog.query.live import live_feed, merge_live
@@ -61,7 +68,9 @@ class OpenSearchProvider:
         if not isinstance(scope, Scope):
             raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "a provider needs a Scope")
         if not (1 <= default_limit <= max_limit) or max_limit > 10_000:
-            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "need 1 <= default_limit <= max_limit <= 10000")
+            raise SessionQueryError(
+                "SESSION_QUERY_INVALID_CONFIG", "need 1 <= default_limit <= max_limit <= 10000"
+            )
         if request_timeout_s <= 0:
             raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "request_timeout_s must be positive")
         overrides: dict[str, Any] = {}
@@ -156,8 +165,11 @@ class OpenSearchProvider:
                 searched += len(live[1])
                 matches = merge_live(matches, live[0], plan.limit, browse=plan.browse, single=single)
         return SessionQueryResult(
-            matches=tuple(matches), searched=searched, next_cursor=next_cursor,
-            partial=partial and bool(matches), source=source,
+            matches=tuple(matches),
+            searched=searched,
+            next_cursor=next_cursor,
+            partial=partial and bool(matches),
+            source=source,
         )
 
     def _live_matches(
@@ -191,11 +203,19 @@ class OpenSearchProvider:
                 score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
             if score is None:
                 continue
-            out.append(SessionMatch(
-                session_id=record.session_id, entry_id=f"{record.session_id}:{record.seq}", seq=record.seq,
-                kind=record.type, turn=record.turn, role=record.role,
-                excerpt=excerpt(text, plan.words, budget), created_at=record.time, score=round(score, 4),
-            ))
+            out.append(
+                SessionMatch(
+                    session_id=record.session_id,
+                    entry_id=f"{record.session_id}:{record.seq}",
+                    seq=record.seq,
+                    kind=record.type,
+                    turn=record.turn,
+                    role=record.role,
+                    excerpt=excerpt(text, plan.words, budget),
+                    created_at=record.time,
+                    score=round(score, 4),
+                )
+            )
         return out, entries
 
     def _routing(self, session_id: str | None) -> str | None:
@@ -210,7 +230,8 @@ class OpenSearchProvider:
             ) from None
         except (OSConnectionError, ConnectionTimeout) as err:
             raise SessionQueryError(
-                "SESSION_QUERY_INDEX_FAILED", f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}"
+                "SESSION_QUERY_INDEX_FAILED",
+                f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}",
             ) from None
         except TransportError as err:
             raise SessionQueryError(
@@ -261,8 +282,12 @@ class OpenSearchProvider:
     def _match(self, hit: dict[str, Any], plan: QueryPlan, budget: int) -> SessionMatch:
         source = hit["_source"]
         text = source.get("text") or source.get("args") or ""
-        hints = [m.group(1) for frags in (hit.get("highlight") or {}).values() for f in frags
-                 for m in _HIGHLIGHT.finditer(f)]
+        hints = [
+            m.group(1)
+            for frags in (hit.get("highlight") or {}).values()
+            for f in frags
+            for m in _HIGHLIGHT.finditer(f)
+        ]
         score = float(hit.get("_score") or 0.0) if not plan.browse else 0.0
         if score != score:  # NaN when sorting without scores
             score = 0.0
@@ -277,5 +302,3 @@ class OpenSearchProvider:
             created_at=datetime.fromisoformat(source["time"]) if source.get("time") else None,
             score=round(score, 4),
         )
-
-

@@ -235,8 +235,7 @@ class SessionReader:
         if index_prefix:
             overrides["index_prefix"] = index_prefix
         try:
-            # Without the pydantic mypy plugin, mypy does not see that every field has a default.
-            base = settings or OpenSearchSettings()  # type: ignore[call-arg]
+            base = settings or OpenSearchSettings()
             merged = base.model_copy(update=overrides)
             # model_copy does not validate the overrides; validating the merged values does.
             self.settings = type(merged).model_validate(merged.model_dump())

@@ -12,7 +12,13 @@ from typing import Any, Final
 
 import orjson
 
-from sessionlog.query.contract import DEFAULT_EXCERPT_BYTES, DEFAULT_LIMIT, MAX_LIMIT, SessionQuery, SessionQueryRequest
+from sessionlog.query.contract import (
+    DEFAULT_EXCERPT_BYTES,
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    SessionQuery,
+    SessionQueryRequest,
+)
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.render import render_result
 
@@ -84,7 +90,9 @@ class SessionQueryTool:
                 },
                 "limit": {
                     "type": "integer",
-                    "description": f"Maximum matches (default {self.default_limit}, at most {self.max_limit}).",
+                    "description": (
+                        f"Maximum matches (default {self.default_limit}, at most {self.max_limit})."
+                    ),
                 },
             },
         }
@@ -155,14 +163,23 @@ class SessionQueryTool:
         except SessionQueryError as err:
             raise ToolError(f"{self.name} failed ({err.code}): {err.message}") from None
         scope = getattr(self.provider, "scope", None)
-        noun = "workspace" if getattr(scope, "kind", "sessions") == "workspaces" or self.session_id is None and (
-            len(getattr(scope, "ids", ())) > 1) else "session"
+        noun = (
+            "workspace"
+            if getattr(scope, "kind", "sessions") == "workspaces"
+            or (self.session_id is None
+            and (len(getattr(scope, "ids", ())) > 1))
+            else "session"
+        )
         return render_result(result, query, scope_noun=noun)
 
     def run_openai_call(self, tool_call: Mapping[str, Any]) -> dict[str, Any]:
         """Answer an OpenAI ``tool_calls[i]`` with a ``role: tool`` message (errors become its content)."""
         function = tool_call.get("function") or {}
-        return {"role": "tool", "tool_call_id": tool_call.get("id"), "content": self._safe(function.get("arguments"))}
+        return {
+            "role": "tool",
+            "tool_call_id": tool_call.get("id"),
+            "content": self._safe(function.get("arguments")),
+        }
 
     def run_anthropic_call(self, tool_use: Mapping[str, Any]) -> dict[str, Any]:
         """Answer an Anthropic ``tool_use`` block with a ``tool_result`` block."""
@@ -170,7 +187,12 @@ class SessionQueryTool:
             content, error = self.run(tool_use.get("input")), False
         except ToolError as err:
             content, error = str(err), True
-        return {"type": "tool_result", "tool_use_id": tool_use.get("id"), "content": content, "is_error": error}
+        return {
+            "type": "tool_result",
+            "tool_use_id": tool_use.get("id"),
+            "content": content,
+            "is_error": error,
+        }
 
     def run_mcp_call(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Answer an MCP ``tools/call`` with its ``result`` object."""

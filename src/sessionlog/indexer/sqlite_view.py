@@ -1,0 +1,489 @@
+"""The embedded projection (write side): event and session documents in one SQLite file, plus the
+full-text indexes the embedded provider searches.
+
+:class:`SQLiteView` has the methods :class:`~sessionlog.indexer.batch.BatchProcessor` calls on a view
+(``refresh``, ``restore_session``, ``bulk``, ``content_hashes``, ``get_event_source``) with the
+same results as :class:`~sessionlog.indexer.opensearch_view.OpenSearchView` (a ``create`` of an
+existing id is a 409, an ``update`` of a missing one a 404), so the same projection code runs on
+both. It writes inside the caller's transaction when there is one: the embedded indexer stores its
+read position in the same transaction as the documents (exactly-once effect).
+
+The read model (``sessionlog.query.sqlite_provider`` reads these tables by name):
+
+* ``events`` — one row per event document: the filter and sort fields as columns, the text (or a
+  tool call's arguments) in ``text``, the rest of the document as JSON in ``doc``;
+* ``sessions`` — one row per session document (JSON);
+* ``events_words`` — FTS5 ``unicode61 remove_diacritics 2`` over the event's folded words joined by
+  single spaces (:func:`index_tokens`): whole-word matches;
+* ``events_tri`` — FTS5 ``trigram`` over the same words padded with a space on each side: a
+  word's substrings (``"9931"``), whole words (``" word "``) and folded phrases (``" a b"``);
+* ``terms`` (with ``(len, term)`` and ``(len, reversed term)`` indexes) and ``terms_tri`` (FTS5
+  ``trigram`` over ``" term "``) — the vocabulary, where typo candidates are generated.
+
+Every contentless FTS5 row has the rowid of its ``events`` (or ``terms``) row.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import orjson
+
+from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
+from sessionlog.indexer.opensearch_view import ItemResult, OpenSearchView
+from sessionlog.indexer.projector import Action, SessionProjection
+from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, rollback
+from sessionlog.ingest.wire import EventRecord, HeaderRecord
+
+__all__ = [
+    "MAX_TERM_CHARS",
+    "ProjectionView",
+    "SQLiteView",
+    "ensure_view_schema",
+    "index_tokens",
+    "time_us",
+]
+
+#: Longest vocabulary term kept for typo candidates (query words are cut at 64 characters, and
+#: a term may be up to two edits longer).
+MAX_TERM_CHARS: Final = 66
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_KNOWN_TERMS_MAX: Final = 500_000
+_CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
+
+_VIEW_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS events (
+    rid INTEGER PRIMARY KEY,
+    doc_id TEXT NOT NULL UNIQUE,
+    workspace_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time_us INTEGER NOT NULL,
+    tool_name TEXT,
+    has_text INTEGER NOT NULL,
+    surface_state TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    log_offset INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    doc BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_session
+    ON events (session_id, seq, type, has_text, tool_name, log_offset);
+CREATE INDEX IF NOT EXISTS events_by_workspace
+    ON events (workspace_id, time_us, seq, type, has_text, tool_name, log_offset);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    workspace_id TEXT,
+    doc BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_workspace ON sessions (workspace_id);
+CREATE TABLE IF NOT EXISTS terms (
+    tid INTEGER PRIMARY KEY,
+    term TEXT NOT NULL UNIQUE,
+    len INTEGER NOT NULL,
+    rterm TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS terms_by_prefix ON terms (len, term);
+CREATE INDEX IF NOT EXISTS terms_by_suffix ON terms (len, rterm);
+CREATE VIRTUAL TABLE IF NOT EXISTS events_words
+    USING fts5(body, content='', tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS events_tri USING fts5(body, content='', tokenize='trigram');
+CREATE VIRTUAL TABLE IF NOT EXISTS terms_tri USING fts5(body, content='', tokenize='trigram', detail='none')
+"""
+
+
+class ProjectionView(Protocol):
+    """What :class:`~sessionlog.indexer.batch.BatchProcessor` needs of a view (both views have it)."""
+
+    def refresh(self) -> None: ...
+
+    def restore_session(self, session_id: str) -> SessionProjection: ...
+
+    def bulk(self, actions: Sequence[Action]) -> list[ItemResult]: ...
+
+    def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]: ...
+
+    def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None: ...
+
+
+def _conforms(opensearch: OpenSearchView, embedded: SQLiteView) -> tuple[ProjectionView, ProjectionView]:
+    """Never called: makes the type checker prove that both views satisfy :class:`ProjectionView`."""
+    return opensearch, embedded
+
+
+def ensure_view_schema(conn: sqlite3.Connection) -> None:
+    """Create the projection's tables and indexes if missing (idempotent; takes the write lock)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'terms_tri'"
+    ).fetchone()
+    if exists:
+        return
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _VIEW_SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        if own:
+            conn.execute("COMMIT")
+    except BaseException:
+        if own:
+            rollback(conn)
+        raise
+
+
+def index_tokens(text: str) -> list[str]:
+    """The folded words of ``text`` in order, exactly as :func:`sessionlog.query.scoring.score_text`
+    sees them (``fold(text.lower())`` split on non-word characters)."""
+    return WORD_RE.findall(fold(text.lower()))
+
+
+def time_us(iso: str) -> int:
+    """Microseconds since the epoch of an RFC 3339 time (sorts instants, not strings)."""
+    moment = datetime.fromisoformat(iso)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _text_field(event_type: str) -> str:
+    return "args" if event_type == "tool/call" else "text"
+
+
+class SQLiteView:
+    """The event and session documents of one SQLite file, and their full-text indexes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        conn: sqlite3.Connection | None = None,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        synchronous: Synchronous = "NORMAL",
+    ) -> None:
+        if (path is None) == (conn is None):
+            raise ValueError("give exactly one of path or conn")
+        self.path = Path(path).expanduser() if path is not None else None
+        self._owns_conn = conn is None
+        if conn is None:
+            assert path is not None
+            try:
+                conn = connect(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
+            except sqlite3.Error as err:
+                raise ViewUnavailable(f"cannot open {path}: {err}") from err
+        self.conn = conn
+        self.attempts = 0
+        self._known_terms: set[str] = set()
+        self._pending_terms: set[str] = set()
+        self._closed = False
+
+    # -- schema and transactions ----------------------------------------------------------------
+    def ensure_schema(self) -> None:
+        try:
+            ensure_view_schema(self.conn)
+        except sqlite3.Error as err:
+            raise ViewUnavailable(f"cannot create the projection tables: {err}") from err
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error); joins an open transaction."""
+        if self.conn.in_transaction:
+            yield
+            return
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as err:
+            raise ViewUnavailable(f"cannot start a write transaction: {err}") from err
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            rollback(self.conn)
+            self.discard_caches()
+            raise
+        self.commit_caches()
+
+    def commit_caches(self) -> None:
+        """The enclosing transaction committed: terms written in it are known to exist."""
+        if len(self._known_terms) + len(self._pending_terms) > _KNOWN_TERMS_MAX:
+            self._known_terms.clear()
+        self._known_terms |= self._pending_terms
+        self._pending_terms.clear()
+
+    def discard_caches(self) -> None:
+        """The enclosing transaction rolled back: forget the terms written in it."""
+        self._pending_terms.clear()
+
+    def refresh(self) -> None:
+        """Nothing to do: a committed write is visible to every later read."""
+
+    # -- bulk -----------------------------------------------------------------------------------
+    def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:
+        """Apply actions in order (inside the caller's transaction, or one of its own). A failing
+        item is rolled back alone and returned with status 400; a locked or unwritable file raises
+        :class:`ViewUnavailable` (the caller retries the whole batch)."""
+        self.attempts += 1
+        results: list[ItemResult] = []
+        staged: list[tuple[int, list[str]]] = []
+        try:
+            with self.transaction():
+                for action in actions:
+                    results.append(self._apply_one(action, staged))
+                self._index_text(staged)
+        except sqlite3.OperationalError as err:
+            raise ViewUnavailable(f"embedded projection write failed: {err}") from err
+        return results
+
+    def _apply_one(self, action: Action, staged: list[tuple[int, list[str]]]) -> ItemResult:
+        self.conn.execute("SAVEPOINT item")
+        try:
+            if action.target == "events" and action.op == "create":
+                result = self._create_event(action, staged)
+            elif action.target == "events" and action.op == "update":
+                result = self._update_event(action)
+            elif action.target == "sessions" and action.op == "index":
+                result = self._index_session(action)
+            else:
+                result = ItemResult(
+                    action, 400, f"illegal_argument_exception: {action.op} on {action.target}"
+                )
+        except (
+            sqlite3.IntegrityError,
+            sqlite3.DataError,
+            sqlite3.InterfaceError,
+            ValueError,
+            TypeError,
+        ) as err:
+            self._undo_item()
+            return ItemResult(action, 400, f"mapper_parsing_exception: {err}")
+        except BaseException:
+            self._undo_item()
+            raise
+        self.conn.execute("RELEASE item")
+        return result
+
+    def _undo_item(self) -> None:
+        if not self.conn.in_transaction:  # SQLite already rolled everything back (disk full, ...)
+            return
+        with suppress(sqlite3.Error):
+            self.conn.execute("ROLLBACK TO item")
+            self.conn.execute("RELEASE item")
+
+    def _create_event(self, action: Action, staged: list[tuple[int, list[str]]]) -> ItemResult:
+        body = dict(action.body)
+        field = _text_field(body["type"])
+        text = str(body.get(field) or "")
+        body.pop("text", None)
+        body.pop("args", None)
+        cursor = self.conn.execute(
+            "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
+            "has_text, surface_state, content_hash, log_offset, text, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id) DO NOTHING",
+            (
+                action.doc_id, body["workspace_id"], body["session_id"], int(body["seq"]), body["type"],
+                time_us(body["time"]), body.get("tool_name"), 1 if body.get("has_text") else 0,
+                body["surface_state"], body["content_hash"], int(body.get("offset") or 0), text,
+                orjson.dumps({**body, "text_field": field}),
+            ),
+        )  # fmt: skip
+        if cursor.rowcount == 0:
+            return ItemResult(
+                action, 409, f"version_conflict_engine_exception: [{action.doc_id}]: document exists"
+            )
+        # The full-text rows are written for the whole bulk at once (_index_text), last.
+        staged.append((int(cursor.lastrowid or 0), index_tokens(text)))
+        return ItemResult(action, 201, None)
+
+    def _index_text(self, staged: list[tuple[int, list[str]]]) -> None:
+        """The word and trigram rows of the events created by one bulk, and their new terms."""
+        if not staged:
+            return
+        words = [(rid, " ".join(tokens)) for rid, tokens in staged]
+        self.conn.executemany("INSERT INTO events_words (rowid, body) VALUES (?, ?)", words)
+        self.conn.executemany(
+            "INSERT INTO events_tri (rowid, body) VALUES (?, ?)", [(rid, f" {body} ") for rid, body in words]
+        )
+        self._add_terms({token for _, tokens in staged for token in tokens})
+
+    def _add_terms(self, tokens: Iterable[str]) -> None:
+        """Add unseen terms to the vocabulary (``terms`` and ``terms_tri``), a few statements per
+        thousands of terms."""
+        new = [
+            t
+            for t in set(tokens)
+            if len(t) <= MAX_TERM_CHARS and t not in self._known_terms and t not in self._pending_terms
+        ]
+        for start in range(0, len(new), 5000):
+            chunk = new[start : start + 5000]
+            rows = self.conn.execute(
+                "INSERT INTO terms (term, len, rterm) "
+                "SELECT value ->> 0, length(value ->> 0), value ->> 1 FROM json_each(?) WHERE true "
+                "ON CONFLICT (term) DO NOTHING RETURNING tid, term",
+                (orjson.dumps([[t, t[::-1]] for t in chunk]),),
+            ).fetchall()
+            self.conn.executemany(
+                "INSERT INTO terms_tri (rowid, body) VALUES (?, ?)",
+                [(tid, f" {term} ") for tid, term in rows],
+            )
+        self._pending_terms.update(new)
+
+    def _update_event(self, action: Action) -> ItemResult:
+        row = self.conn.execute("SELECT doc FROM events WHERE doc_id = ?", (action.doc_id,)).fetchone()
+        if row is None:
+            return ItemResult(action, 404, f"document_missing_exception: [{action.doc_id}]: document missing")
+        doc = orjson.loads(row[0])
+        doc.update(action.body.get("doc") or {})
+        self.conn.execute(
+            "UPDATE events SET doc = ?, surface_state = ? WHERE doc_id = ?",
+            (orjson.dumps(doc), doc["surface_state"], action.doc_id),
+        )
+        return ItemResult(action, 200, None)
+
+    def _index_session(self, action: Action) -> ItemResult:
+        body = action.body
+        cursor = self.conn.execute(
+            "INSERT INTO sessions (session_id, workspace_id, doc) VALUES (?, ?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET workspace_id = excluded.workspace_id, doc = excluded.doc",
+            (action.doc_id, body.get("workspace_id"), orjson.dumps(body)),
+        )
+        return ItemResult(action, 201 if cursor.rowcount else 200, None)
+
+    # -- reads the projection needs ----------------------------------------------------------------
+    def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
+        ids = [a.doc_id for a in actions]
+        out: dict[str, str | None] = dict.fromkeys(ids)
+        try:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for doc_id, digest in self.conn.execute(
+                    f"SELECT doc_id, content_hash FROM events WHERE doc_id IN ({marks})", chunk
+                ):
+                    out[doc_id] = digest
+        except sqlite3.OperationalError as err:
+            raise ViewUnavailable(f"embedded projection read failed: {err}") from err
+        return out
+
+    def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None:
+        """The event document as OpenSearch would return its ``_source``."""
+        try:
+            row = self.conn.execute("SELECT text, doc FROM events WHERE doc_id = ?", (doc_id,)).fetchone()
+        except sqlite3.OperationalError as err:
+            raise ViewUnavailable(f"embedded projection read failed: {err}") from err
+        if row is None:
+            return None
+        return _source(row[0], row[1])
+
+    def restore_session(self, session_id: str) -> SessionProjection:
+        """Rebuild a session's projection state from its stored documents."""
+        try:
+            row = self.conn.execute("SELECT doc FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            session_doc = orjson.loads(row[0]) if row else None
+            events: list[FoldEvent] = []
+            if session_doc and int(session_doc.get("last_seq", -1)) >= 0:
+                cursor = self.conn.execute(
+                    "SELECT doc FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+                )
+                events = [_fold_event(orjson.loads(doc)) for (doc,) in cursor]
+        except sqlite3.OperationalError as err:
+            raise ViewUnavailable(f"embedded projection read failed: {err}") from err
+        return SessionProjection.restore(session_id, session_doc, events)
+
+    # -- bulk loads, maintenance ------------------------------------------------------------------
+    def write_records(self, records: Iterable[HeaderRecord | EventRecord]) -> int:
+        """Project and write records directly (no log): bulk loads into a fresh file, benchmarks."""
+        self.ensure_schema()
+        states: dict[str, SessionProjection] = {}
+        actions: list[Action] = []
+        for record in records:
+            state = states.setdefault(record.session_id, SessionProjection(record.session_id))
+            if isinstance(record, HeaderRecord):
+                state.apply_header(record)
+            else:
+                outcome = state.apply_event(record, None, None)
+                actions.append(outcome.create)
+                actions.extend(outcome.updates)
+        actions.extend(state.session_action() for state in states.values())
+        written = 0
+        for start in range(0, len(actions), 5000):
+            results = self.bulk(actions[start : start + 5000])
+            written += sum(1 for r in results if r.ok)
+        return written
+
+    def forget_session(self, session_id: str) -> int:
+        """Delete every document of a session (its vocabulary terms stay; they match nothing)."""
+        with self.transaction():
+            rows = self.conn.execute(
+                "SELECT rid, text FROM events WHERE session_id = ?", (session_id,)
+            ).fetchall()
+            for rid, text in rows:
+                words = " ".join(index_tokens(text))
+                self.conn.execute(
+                    "INSERT INTO events_words (events_words, rowid, body) VALUES ('delete', ?, ?)",
+                    (rid, words),
+                )
+                self.conn.execute(
+                    "INSERT INTO events_tri (events_tri, rowid, body) VALUES ('delete', ?, ?)",
+                    (rid, f" {words} "),
+                )
+            self.conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            self.conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+        return len(rows)
+
+    def count_events(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection if this view opened it. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_conn:
+            self.conn.close()
+
+    def __enter__(self) -> SQLiteView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _source(text: str, doc: bytes) -> dict[str, Any]:
+    source: dict[str, Any] = orjson.loads(doc)
+    field = source.pop("text_field", "text")
+    source[field] = text
+    return source
+
+
+def _fold_event(source: dict[str, Any]) -> FoldEvent:
+    """The fold's view of a stored event document (the same rules as the OpenSearch view's)."""
+    op = source.get("surface_op")
+    surface: Any
+    if op == "append":
+        surface = "append"
+    elif op == "replace":
+        surface = (int(source["replace_start"]), int(source["replace_end"]))
+    else:
+        surface = None
+    sources = source.get("sources")
+    content_key = None
+    if source["type"] == "tool/result":
+        call_id = (source.get("attrs") or {}).get(CALL_ID_ATTR)
+        content_key = repr((source.get("tool_name"), source.get("role"), call_id))
+    return FoldEvent(
+        int(source["seq"]),
+        source["type"],
+        surface,
+        None if sources is None else tuple(int(s) for s in sources),
+        content_key,
+    )
