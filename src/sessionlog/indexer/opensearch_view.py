@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+import zlib
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +58,9 @@ class ItemResult:
         return self.status == 409 and self.action.op == "create"
 
 
+_MIN_SPLIT = 250
+
+
 class _RetryItems(Exception):
     """Some items (or the whole request) failed retriably; try those again after a backoff."""
 
@@ -73,6 +78,7 @@ class OpenSearchView:
         retry_budget: int = 8,
         sleep: Callable[[float], None] = time.sleep,
         pinned_version: int | None = None,
+        parallelism: int = 2,
     ) -> None:
         overrides: dict[str, Any] = {}
         if hosts:
@@ -94,6 +100,7 @@ class OpenSearchView:
         self._sleep = sleep
         self.attempts = 0
         self.item_retries = 0
+        self.parallelism = parallelism
 
     # -- schema ---------------------------------------------------------------------------------
     def ensure_schema(self) -> None:
@@ -208,12 +215,30 @@ class OpenSearchView:
     def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:
         """Send actions; re-send only the items that failed retriably, with capped jittered backoff.
 
+        Large batches go out as ``parallelism`` concurrent requests, split by session, so that a
+        session's actions stay in order in one request (a shadow update never overtakes the create
+        of the document it updates) while OpenSearch uses more than one write thread.
+
         Raises :class:`ViewUnavailable` when OpenSearch cannot be reached or items keep failing
         retriably past the budget; the caller then retries the whole batch later (writes are
         idempotent). Non-retriable item failures are returned for dead-lettering.
         """
+        if self.parallelism <= 1 or len(actions) < 2 * _MIN_SPLIT:
+            return self._bulk_serial(list(enumerate(actions)), len(actions))
+        groups: list[list[tuple[int, Action]]] = [[] for _ in range(self.parallelism)]
+        for index, action in enumerate(actions):
+            groups[zlib.crc32(action.routing.encode()) % self.parallelism].append((index, action))
+        with ThreadPoolExecutor(max_workers=self.parallelism, thread_name_prefix="sessionlog-bulk") as pool:
+            parts = list(pool.map(lambda group: self._bulk_serial(group, None), [g for g in groups if g]))
+        merged: dict[int, ItemResult] = {}
+        for group, results in zip([g for g in groups if g], parts, strict=True):
+            for (index, _), result in zip(group, results, strict=True):
+                merged[index] = result
+        return [merged[i] for i in range(len(actions))]
+
+    def _bulk_serial(self, indexed: list[tuple[int, Action]], _total: int | None) -> list[ItemResult]:
         final: dict[int, ItemResult] = {}
-        pending = list(enumerate(actions))
+        pending = list(indexed)
         retrying = Retrying(
             stop=stop_after_attempt(self.retry_budget + 1),
             wait=wait_random_exponential(multiplier=0.2, max=10.0),
@@ -228,7 +253,7 @@ class OpenSearchView:
                     pending = self._send_pending(pending, final)
         except _RetryItems as err:
             raise ViewUnavailable(str(err)) from err
-        return [final[i] for i in range(len(actions))]
+        return [final[i] for i, _ in indexed]
 
     def _send_pending(
         self, pending: list[tuple[int, Action]], final: dict[int, ItemResult]
