@@ -28,9 +28,19 @@ _T0 = datetime(2026, 11, 2, tzinfo=UTC)
 
 
 def _event(sid: str, seq: int, text: str | None = None, ws: str = "ws-f", **extra: Any) -> dict[str, Any]:
-    return {"v": 1, "kind": "event", "workspace_id": ws, "session_id": sid, "seq": seq, "type": "user/message",
-            "role": "user", "surface": {"op": "append"}, "time": (_T0 + timedelta(seconds=seq)).isoformat(),
-            "text": text if text is not None else f"message {seq} of {sid}", **extra}
+    return {
+        "v": 1,
+        "kind": "event",
+        "workspace_id": ws,
+        "session_id": sid,
+        "seq": seq,
+        "type": "user/message",
+        "role": "user",
+        "surface": {"op": "append"},
+        "time": (_T0 + timedelta(seconds=seq)).isoformat(),
+        "text": text if text is not None else f"message {seq} of {sid}",
+        **extra,
+    }
 
 
 def _producer(pipeline: Pipeline) -> KafkaProducer:
@@ -79,11 +89,29 @@ def _bad_records() -> list[tuple[str, bytes | None, bytes | None, str, str | Non
         ("unknown field", b"bad-1", mutate(colour="red"), "invalid_record", "colour"),
         ("text over 1 MiB", b"bad-1", mutate(text="x" * (1024 * 1024 + 1)), "invalid_record", "text"),
         ("key is not the session", b"other", mutate(), "invalid_record", "key"),
-        ("header with event fields", b"bad-1",
-         orjson.dumps({"v": 1, "kind": "header", "workspace_id": "ws-f", "session_id": "bad-1",
-                       "created_at": "2026-11-02T00:00:00Z", "seq": 3}), "invalid_record", "seq"),
-        ("oversized record", b"bad-1", b'{"v":1,"pad":"' + b"y" * (3 * 1024 * 1024 + 10) + b'"}',
-         "invalid_record", "record"),
+        (
+            "header with event fields",
+            b"bad-1",
+            orjson.dumps(
+                {
+                    "v": 1,
+                    "kind": "header",
+                    "workspace_id": "ws-f",
+                    "session_id": "bad-1",
+                    "created_at": "2026-11-02T00:00:00Z",
+                    "seq": 3,
+                }
+            ),
+            "invalid_record",
+            "seq",
+        ),
+        (
+            "oversized record",
+            b"bad-1",
+            b'{"v":1,"pad":"' + b"y" * (3 * 1024 * 1024 + 10) + b'"}',
+            "invalid_record",
+            "record",
+        ),
     ]
 
 
@@ -102,7 +130,9 @@ def test_bad_records_are_dead_lettered_with_reasons_and_good_ones_indexed(pipeli
     assert stats.dead_lettered == len(bad)
     letters = dlq_list(pipeline.kafka, limit=None)
     assert len(letters) == len(bad)
-    by_content = {(e["key"], e["value"] if not e["value_truncated"] else e["value_bytes"]): e for e in letters}
+    by_content = {
+        (e["key"], e["value"] if not e["value_truncated"] else e["value_bytes"]): e for e in letters
+    }
     for why, key, value, error_class, field in bad:
         content = value if value is None or len(value) <= 2 * 1024 * 1024 else len(value)
         letter = by_content[(key, content)]
@@ -116,8 +146,10 @@ def test_replay_is_a_noop_and_a_conflict_is_parked_with_both_versions(pipeline: 
     original = _event("c-1", 0, "the original text")
     pipeline.append_all([original, _event("c-1", 1)])
     assert pipeline.index().indexed == 2
-    _send_raw(pipeline, [(b"c-1", orjson.dumps(original)),
-                         (b"c-1", orjson.dumps(_event("c-1", 0, "a different text")))])
+    _send_raw(
+        pipeline,
+        [(b"c-1", orjson.dumps(original)), (b"c-1", orjson.dumps(_event("c-1", 0, "a different text")))],
+    )
     stats = pipeline.index()
     assert (stats.indexed, stats.replays, stats.conflicts, stats.dead_lettered) == (0, 1, 1, 1)
     (letter,) = dlq_list(pipeline.kafka)
@@ -139,8 +171,12 @@ def test_rebuild_switches_alias_and_forget_erases(pipeline: Pipeline) -> None:
     pipeline.append_all([_event(f"rb-{s}", q) for s in range(3) for q in range(40)])
     pipeline.index()
     seen: list[int] = []
-    report = rebuild(pipeline.kafka, pipeline.opensearch, pipeline.indexer,
-                     on_batch=lambda stats, ends: seen.append(stats.consumed))
+    report = rebuild(
+        pipeline.kafka,
+        pipeline.opensearch,
+        pipeline.indexer,
+        on_batch=lambda stats, ends: seen.append(stats.consumed),
+    )
     assert (report.old_version, report.new_version) == (1, 2)
     assert report.stats.indexed == 120 and seen
     view = pipeline.view()
@@ -174,24 +210,35 @@ def _stack(command: str) -> None:
 
 
 def _worker_process(pipeline: Pipeline) -> subprocess.Popen[bytes]:
-    env = {**os.environ,
-           "SESSIONLOG_KAFKA_TOPIC": pipeline.kafka.topic,
-           "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": pipeline.opensearch.index_prefix,
-           "SESSIONLOG_INDEXER_GROUP_ID": pipeline.indexer.group_id,
-           "SESSIONLOG_INDEXER_BATCH_MAX": "500"}
-    return subprocess.Popen([sys.executable, "-m", "sessionlog.cli.main", "index"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "SESSIONLOG_KAFKA_TOPIC": pipeline.kafka.topic,
+        "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": pipeline.opensearch.index_prefix,
+        "SESSIONLOG_INDEXER_GROUP_ID": pipeline.indexer.group_id,
+        "SESSIONLOG_INDEXER_BATCH_MAX": "500",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "sessionlog.cli.main", "index"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
-def _produce_stream(pipeline: Pipeline, sessions: int, per_session: int, pause_every: int = 500) -> threading.Thread:
+def _produce_stream(
+    pipeline: Pipeline, sessions: int, per_session: int, pause_every: int = 500
+) -> threading.Thread:
     def run() -> None:
         producer = _producer(pipeline)
         try:
             n = 0
             for seq in range(per_session):
                 for s in range(sessions):
-                    producer.send(pipeline.kafka.topic, key=f"k-{s}".encode(),
-                                  value=orjson.dumps(_event(f"k-{s}", seq, f"event {seq} of k-{s} body {s * seq}")))
+                    producer.send(
+                        pipeline.kafka.topic,
+                        key=f"k-{s}".encode(),
+                        value=orjson.dumps(_event(f"k-{s}", seq, f"event {seq} of k-{s} body {s * seq}")),
+                    )
                     n += 1
                     if n % pause_every == 0:
                         time.sleep(0.05)
@@ -210,12 +257,21 @@ def _assert_exact(pipeline: Pipeline, sessions: int, per_session: int) -> None:
     assert _count(pipeline) == sessions * per_session
     for s in random.Random(1).sample(range(sessions), 5):
         sid = f"k-{s}"
-        docs = view.client.search(index=view.events, routing=sid, body={
-            "size": per_session + 10, "query": {"term": {"session_id": sid}}, "sort": [{"seq": "asc"}],
-            "_source": ["seq", "text"]})["hits"]["hits"]
+        docs = view.client.search(
+            index=view.events,
+            routing=sid,
+            body={
+                "size": per_session + 10,
+                "query": {"term": {"session_id": sid}},
+                "sort": [{"seq": "asc"}],
+                "_source": ["seq", "text"],
+            },
+        )["hits"]["hits"]
         assert [d["_source"]["seq"] for d in docs] == list(range(per_session))
-        assert all(d["_source"]["text"] == f"event {d['_source']['seq']} of {sid} body {s * d['_source']['seq']}"
-                   for d in docs)
+        assert all(
+            d["_source"]["text"] == f"event {d['_source']['seq']} of {sid} body {s * d['_source']['seq']}"
+            for d in docs
+        )
 
 
 def test_kill_9_mid_batch_loses_and_duplicates_nothing(pipeline: Pipeline) -> None:
@@ -279,7 +335,7 @@ def test_opensearch_outage_then_recovery(pipeline: Pipeline) -> None:
 def _count_safe(pipeline: Pipeline) -> int:
     try:
         return _count(pipeline)
-    except Exception:  # noqa: BLE001 - OpenSearch may still be starting
+    except Exception:
         return -1
 
 

@@ -36,7 +36,10 @@ _BASE = datetime(2026, 11, 1, tzinfo=UTC)
 _SURFACE = {"user/message", "assistant/message", "tool/result"}
 _TYPES = ("user/message", "assistant/message", "tool/call", "tool/result", "compaction/summary")
 _ROLES = {
-    "user/message": "user", "assistant/message": "assistant", "tool/call": "tool", "tool/result": "tool",
+    "user/message": "user",
+    "assistant/message": "assistant",
+    "tool/call": "tool",
+    "tool/result": "tool",
 }
 
 #: Three workspaces; every session holds every vocabulary word, so a scope leak would show.
@@ -59,8 +62,15 @@ def _event(
     session_id: str, workspace_id: str, seq: int, type_: str, text: str, **extra: Any
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "v": 1, "kind": "event", "workspace_id": workspace_id, "session_id": session_id, "seq": seq,
-        "type": type_, "time": (_BASE + timedelta(minutes=seq)).isoformat(), "text": text, "turn": seq // 3,
+        "v": 1,
+        "kind": "event",
+        "workspace_id": workspace_id,
+        "session_id": session_id,
+        "seq": seq,
+        "type": type_,
+        "time": (_BASE + timedelta(minutes=seq)).isoformat(),
+        "text": text,
+        "turn": seq // 3,
     }
     if type_ in _ROLES:
         record["role"] = _ROLES[type_]
@@ -71,8 +81,13 @@ def _event(
 
 
 def _header(session_id: str, workspace_id: str) -> dict[str, Any]:
-    return {"v": 1, "kind": "header", "workspace_id": workspace_id, "session_id": session_id,
-            "created_at": _BASE.isoformat()}
+    return {
+        "v": 1,
+        "kind": "header",
+        "workspace_id": workspace_id,
+        "session_id": session_id,
+        "created_at": _BASE.isoformat(),
+    }
 
 
 def _big_text(needles: dict[int, str], *, line: str, size: int = MIB) -> str:
@@ -80,7 +95,7 @@ def _big_text(needles: dict[int, str], *, line: str, size: int = MIB) -> str:
     per = len(line.encode())
     lines = [line] * (size // per)
     for offset, needle in needles.items():
-        lines[min(offset // per, len(lines) - 1)] = f"{needle} " + line[len(needle) + 1:]
+        lines[min(offset // per, len(lines) - 1)] = f"{needle} " + line[len(needle) + 1 :]
     text = "".join(lines)
     assert len(text.encode()) <= size
     return text
@@ -105,7 +120,7 @@ def _corpus() -> list[dict[str, Any]]:
         rng.shuffle(words)
         for seq in range(40):
             type_ = _TYPES[seq % len(_TYPES)]
-            chunk = words[(seq * 4) % len(words):(seq * 4) % len(words) + 4] or words[:4]
+            chunk = words[(seq * 4) % len(words) : (seq * 4) % len(words) + 4] or words[:4]
             filler = " ".join(rng.choice(VOCAB) for _ in range(rng.randint(3, 20)))
             extra = {"tool_name": "shell"} if type_.startswith("tool/") else {}
             text = " ".join(chunk) + " " + filler
@@ -195,11 +210,31 @@ def _run(scoped: Scoped, request: SessionQueryRequest) -> tuple[SessionQueryResu
 # -- random unicode ---------------------------------------------------------------------------------
 
 _RANGES = (
-    (0x21, 0x7E), (0x01, 0x1F), (0x7F, 0x9F), (0xA0, 0x24F), (0x300, 0x36F), (0x370, 0x3FF),
-    (0x400, 0x4FF), (0x590, 0x5FF), (0x600, 0x6FF), (0x900, 0x97F), (0xE00, 0xE7F), (0x1E00, 0x1EFF),
-    (0x2000, 0x206F), (0x20D0, 0x20FF), (0x3000, 0x30FF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3),
-    (0xE000, 0xE0FF), (0xFB00, 0xFB4F), (0xFE00, 0xFE0F), (0xFF00, 0xFFFF), (0x1D400, 0x1D7FF),
-    (0x1F300, 0x1FAFF), (0xE0000, 0xE007F), (0x10000, 0x10FFFF),
+    (0x21, 0x7E),
+    (0x01, 0x1F),
+    (0x7F, 0x9F),
+    (0xA0, 0x24F),
+    (0x300, 0x36F),
+    (0x370, 0x3FF),
+    (0x400, 0x4FF),
+    (0x590, 0x5FF),
+    (0x600, 0x6FF),
+    (0x900, 0x97F),
+    (0xE00, 0xE7F),
+    (0x1E00, 0x1EFF),
+    (0x2000, 0x206F),
+    (0x20D0, 0x20FF),
+    (0x3000, 0x30FF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7A3),
+    (0xE000, 0xE0FF),
+    (0xFB00, 0xFB4F),
+    (0xFE00, 0xFE0F),
+    (0xFF00, 0xFFFF),
+    (0x1D400, 0x1D7FF),
+    (0x1F300, 0x1FAFF),
+    (0xE0000, 0xE007F),
+    (0x10000, 0x10FFFF),
 )
 _SPACES = " \t\n\r\x0b\x0c\u00a0\u1680\u2000\u2028\u2029\u202f\u3000"
 
@@ -218,9 +253,9 @@ def _mutate(rng: random.Random, word: str) -> str:
     i = rng.randrange(len(word) - 1)
     match rng.randrange(6):
         case 0:
-            return word[:i] + word[i + 1:]
+            return word[:i] + word[i + 1 :]
         case 1:
-            return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+            return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
         case 2:
             return word[:i] + _char(rng) + word[i:]
         case 3:
@@ -244,8 +279,10 @@ def random_query(rng: random.Random) -> str:
     if shape == 3:  # real words, typo'd, re-cased, decomposed or stripped
         return " ".join(_mutate(rng, rng.choice(VOCAB)) for _ in range(rng.randint(1, 4)))
     if shape == 4:  # query syntax soup
-        parts = [rng.choice(VOCAB) if rng.random() < 0.4 else rng.choice(LUCENE) * rng.randint(1, 3)
-                 for _ in range(rng.randint(1, 12))]
+        parts = [
+            rng.choice(VOCAB) if rng.random() < 0.4 else rng.choice(LUCENE) * rng.randint(1, 3)
+            for _ in range(rng.randint(1, 12))
+        ]
         return rng.choice(("", " ")).join(parts)
     if shape == 5:  # base letters drowning in combining marks
         marks = (chr(rng.randint(0x300, 0x36F)) for _ in range(rng.randint(1, 20)))
@@ -270,14 +307,27 @@ def test_1000_random_unicode_queries_stay_typed_and_in_scope(loaded: Pipeline) -
             session_id = rng.choice([s for s in everyone if s not in scoped.allowed] or ["nobody"])
         kinds = ("compaction/summary", "tool/result") if i % 7 == 0 else ()
         budget = rng.choice((32, 100, 600, 600, 4096))
-        jobs.append((scoped, SessionQueryRequest(session_id=session_id, query=random_query(rng), kinds=kinds,
-                                                 limit=10, excerpt_bytes=budget)))
+        jobs.append(
+            (
+                scoped,
+                SessionQueryRequest(
+                    session_id=session_id,
+                    query=random_query(rng),
+                    kinds=kinds,
+                    limit=10,
+                    excerpt_bytes=budget,
+                ),
+            )
+        )
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=8) as pool:  # providers are shared across threads, as in an agent
         outcomes = list(pool.map(lambda job: _run(*job), jobs))
     elapsed = time.monotonic() - started
-    failures = [f"{request.query!r:.120} (session {request.session_id}): {problems}"
-                for (_, request), (_, problems) in zip(jobs, outcomes, strict=True) if problems]
+    failures = [
+        f"{request.query!r:.120} (session {request.session_id}): {problems}"
+        for (_, request), (_, problems) in zip(jobs, outcomes, strict=True)
+        if problems
+    ]
     assert not failures, f"{len(failures)} of 1000 failed:\n" + "\n".join(failures[:15])
     answered = sum(1 for result, _ in outcomes if result is not None and result.matches)
     assert answered > 300, f"only {answered} queries found anything: the corpus is not being exercised"
@@ -353,10 +403,26 @@ def test_query_syntax_is_only_data(loaded: Pipeline, query: str) -> None:
 @pytest.mark.parametrize(
     "query",
     [
-        "\x01\x02\x03", "\x1bneedle\x1b", "\x1b[31m needle \x1b[0m", "needle\x7f", "needle\x85haystack",
+        "\x01\x02\x03",
+        "\x1bneedle\x1b",
+        "\x1b[31m needle \x1b[0m",
+        "needle\x7f",
+        "needle\x85haystack",
         "\u2028needle\u2029",
-        "\ufeffneedle", "ne\u200bedle", "\u202eeldeen", "needle\ufffd", "\uffff", "\U0010ffff needle",
-        "😀", "👩‍💻", "🇻🇳", "1️⃣", "needle 😀", "😀needle😀", "🚀 " * 500, "\U000e0041\U000e007f",
+        "\ufeffneedle",
+        "ne\u200bedle",
+        "\u202eeldeen",
+        "needle\ufffd",
+        "\uffff",
+        "\U0010ffff needle",
+        "😀",
+        "👩‍💻",
+        "🇻🇳",
+        "1️⃣",
+        "needle 😀",
+        "😀needle😀",
+        "🚀 " * 500,
+        "\U000e0041\U000e007f",
     ],
 )
 def test_control_characters_and_emoji(loaded: Pipeline, query: str) -> None:
@@ -410,8 +476,11 @@ def test_words_with_combining_marks_are_found_whole(
     assert expected in result.matches[0].excerpt
 
 
-@pytest.mark.xfail(strict=True, reason="gap: D3 makes 1–2 character words whole-token only, and CJK text "
-                   "has no spaces, so the 2-character word 東京 inside 東京タワー cannot be found")
+@pytest.mark.xfail(
+    strict=True,
+    reason="gap: D3 makes 1–2 character words whole-token only, and CJK text "
+    "has no spaces, so the 2-character word 東京 inside 東京タワー cannot be found",
+)
 def test_two_character_cjk_word(loaded: Pipeline) -> None:
     result = _scopes(loaded)[0].provider.search(SessionQueryRequest(query="東京"))
     assert any("東京" in m.excerpt for m in result.matches) and not result.partial

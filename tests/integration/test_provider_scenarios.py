@@ -43,7 +43,10 @@ WS_58 = "ws-58"
 _BASE = datetime(2026, 11, 1, tzinfo=UTC)
 _SURFACE = {"user/message", "assistant/message", "tool/result"}
 _ROLES = {
-    "user/message": "user", "assistant/message": "assistant", "tool/call": "tool", "tool/result": "tool",
+    "user/message": "user",
+    "assistant/message": "assistant",
+    "tool/call": "tool",
+    "tool/result": "tool",
 }
 
 HEADER = re.compile(r"^(\d+) match(?:es)? \(searched (\d+) entries\):$")
@@ -64,17 +67,36 @@ class Log:
     def session(self, session_id: str, workspace_id: str = WS_A) -> str:
         self._next[session_id] = 0
         self.workspace[session_id] = workspace_id
-        self.records.append({"v": 1, "kind": "header", "workspace_id": workspace_id,
-                             "session_id": session_id, "created_at": _BASE.isoformat()})
+        self.records.append(
+            {
+                "v": 1,
+                "kind": "header",
+                "workspace_id": workspace_id,
+                "session_id": session_id,
+                "created_at": _BASE.isoformat(),
+            }
+        )
         return session_id
 
-    def add(self, session_id: str, type_: str, text: str | None = None, *, time: datetime | None = None,
-            **extra: Any) -> int:
+    def add(
+        self,
+        session_id: str,
+        type_: str,
+        text: str | None = None,
+        *,
+        time: datetime | None = None,
+        **extra: Any,
+    ) -> int:
         seq = self._next[session_id]
         self._next[session_id] = seq + 1
         record: dict[str, Any] = {
-            "v": 1, "kind": "event", "workspace_id": self.workspace[session_id], "session_id": session_id,
-            "seq": seq, "type": type_, "time": (time or _BASE + timedelta(minutes=seq)).isoformat(),
+            "v": 1,
+            "kind": "event",
+            "workspace_id": self.workspace[session_id],
+            "session_id": session_id,
+            "seq": seq,
+            "type": type_,
+            "time": (time or _BASE + timedelta(minutes=seq)).isoformat(),
             "turn": seq // 4,
         }
         if text is not None:
@@ -165,8 +187,9 @@ def _build() -> Log:
         elif seq == 11:
             log.add("sc26", "tool/call", '{"query": "needle"}', tool_name="session_query")
         elif seq == 12:
-            log.add("sc26", "tool/result", "1 match: the needle is in the haystack",
-                    tool_name="session_query")
+            log.add(
+                "sc26", "tool/result", "1 match: the needle is in the haystack", tool_name="session_query"
+            )
         else:
             log.msg("sc26", f"unrelated chatter {seq}")
     s("sc27")
@@ -179,16 +202,29 @@ def _build() -> Log:
     s("sc30")
     log.msg("sc30", "long long long—café,\nnext value", role="user")
     s("sc56")
-    for text in ('they say "needle" loudly', "needle in a haystack", "needle OR absent literally",
-                 "absent friends"):
+    for text in (
+        'they say "needle" loudly',
+        "needle in a haystack",
+        "needle OR absent literally",
+        "absent friends",
+    ):
         log.msg("sc56", text)
-    for sid, text in (("sc58a", "😀😀 alpha beta BRAID 😀😀"), ("sc58b", "alpha beta"),
-                      ("sc58c", "alpha middle beta"), ("sc58d", "alpha beta")):
+    for sid, text in (
+        ("sc58a", "😀😀 alpha beta BRAID 😀😀"),
+        ("sc58b", "alpha beta"),
+        ("sc58c", "alpha middle beta"),
+        ("sc58d", "alpha beta"),
+    ):
         s(sid, WS_58)
         log.msg(sid, text, time=_BASE)
     s("sc58p")
-    for text in ("alpha middle beta", "beta then alpha", "alpha beta", "ALPHA BETA 😀 braid",
-                 "alpha and beta"):
+    for text in (
+        "alpha middle beta",
+        "beta then alpha",
+        "alpha beta",
+        "ALPHA BETA 😀 braid",
+        "alpha and beta",
+    ):
         log.msg("sc58p", text)
     s("sc58t")
     for text in ("the cafe", "the café", "the cafx", "the cafeteria"):
@@ -652,7 +688,7 @@ def test_55_missing_index_is_a_typed_error(loaded: Pipeline) -> None:
 # -- 56. Query validation (adapted) ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("query", ["", "   ", "\t\n", "*", "?!", "+-&&||!(){}[]^\"~*?:\\/"])
+@pytest.mark.parametrize("query", ["", "   ", "\t\n", "*", "?!", '+-&&||!(){}[]^"~*?:\\/'])
 def test_56_empty_blank_or_syntax_only_query_browses(loaded: Pipeline, query: str) -> None:
     """Differs from TS (INVALID_QUERY): per D2/Go a query without words browses, newest first."""
     result = search(loaded, "sc56", query)
@@ -787,8 +823,11 @@ def test_59_paging_to_exhaustion(cursors: tuple[Pipeline, Log]) -> None:
     assert browse == [("T", s) for s in (4, 3, 2, 1, 0)]
     wide_browse = [hit for page in _page_all(provider, SessionQueryRequest(limit=2)) for hit in page]
     assert len(wide_browse) == 6 and len(set(wide_browse)) == 6
-    closest = [hit for page in _page_all(provider, SessionQueryRequest(session_id="T", query="needle zebra",
-                                                                       limit=1)) for hit in page]
+    closest = [
+        hit
+        for page in _page_all(provider, SessionQueryRequest(session_id="T", query="needle zebra", limit=1))
+        for hit in page
+    ]
     assert sorted(closest) == [("T", 0), ("T", 2), ("T", 3)]
 
 

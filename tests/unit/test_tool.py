@@ -131,8 +131,11 @@ def test_15_malformed_arguments_are_invalid_arguments(arguments: Any) -> None:
 
 def test_15_arguments_as_json_text_bytes_or_mapping_are_equal() -> None:
     made, provider = _tool(("alpha beta", "alpha"))
-    outputs = {made.run('{"query": "alpha", "limit": 1}'), made.run(b'{"query": "alpha", "limit": 1}'),
-               made.run({"query": "alpha", "limit": 1})}
+    outputs = {
+        made.run('{"query": "alpha", "limit": 1}'),
+        made.run(b'{"query": "alpha", "limit": 1}'),
+        made.run({"query": "alpha", "limit": 1}),
+    }
     assert len(outputs) == 1
     assert {(r.query, r.limit) for r in provider.requests} == {("alpha", 1)}
 
@@ -142,8 +145,17 @@ def test_15_arguments_as_json_text_bytes_or_mapping_are_equal() -> None:
 
 def test_19_unknown_arguments_are_ignored() -> None:
     made, provider = _tool(("model answer",))
-    made.run({"query": "summary", "kinds": ["compaction/summary"], "cursor": "x", "excerpt_bytes": 9,
-              "session_id": "s2", "workspace_id": "w9", "scope": "all"})
+    made.run(
+        {
+            "query": "summary",
+            "kinds": ["compaction/summary"],
+            "cursor": "x",
+            "excerpt_bytes": 9,
+            "session_id": "s2",
+            "workspace_id": "w9",
+            "scope": "all",
+        }
+    )
     (request,) = provider.requests
     assert request.kinds == () and request.cursor is None and request.session_id is None
     assert request.excerpt_bytes == DEFAULT_EXCERPT_BYTES
@@ -224,8 +236,18 @@ def test_23_parallel_calls_are_safe() -> None:
 
 @pytest.mark.parametrize(
     ("limit", "expected"),
-    [(None, 10), (0, 10), (-5, 10), (-(2**63), 10), (1, 1), (7, 7), (50, 50), (51, 50), (999, 50),
-     (10**30, 50)],
+    [
+        (None, 10),
+        (0, 10),
+        (-5, 10),
+        (-(2**63), 10),
+        (1, 1),
+        (7, 7),
+        (50, 50),
+        (51, 50),
+        (999, 50),
+        (10**30, 50),
+    ],
 )
 def test_05_limit_is_clamped_and_non_positive_means_default(limit: int | None, expected: int) -> None:
     made, provider = _tool()
@@ -283,9 +305,17 @@ def test_unexpected_provider_exceptions_are_not_no_results() -> None:
 
 
 def _match(seq: int, **kwargs: Any) -> SessionMatch:
-    fields: dict[str, Any] = {"session_id": "s1", "entry_id": f"s1:{seq}", "seq": seq, "kind": "tool/result",
-                              "turn": 3, "role": "tool", "excerpt": f"excerpt {seq}", "created_at": _T0,
-                              "score": 2.25}
+    fields: dict[str, Any] = {
+        "session_id": "s1",
+        "entry_id": f"s1:{seq}",
+        "seq": seq,
+        "kind": "tool/result",
+        "turn": 3,
+        "role": "tool",
+        "excerpt": f"excerpt {seq}",
+        "created_at": _T0,
+        "score": 2.25,
+    }
     fields.update(kwargs)
     return SessionMatch(**fields)
 
@@ -294,24 +324,32 @@ def test_d1_match_blocks() -> None:
     result = SessionQueryResult(
         matches=(
             _match(7),
-            _match(5, role=None, kind="compaction/summary", turn=None, score=0.0,
-                   created_at=datetime(2026, 11, 1, 11, 30, tzinfo=timezone(timedelta(hours=2)))),
+            _match(
+                5,
+                role=None,
+                kind="compaction/summary",
+                turn=None,
+                score=0.0,
+                created_at=datetime(2026, 11, 1, 11, 30, tzinfo=timezone(timedelta(hours=2))),
+            ),
             _match(4, created_at=None, score=12.06),
         ),
         searched=12,
     )
-    assert render_result(result, "q") == "\n".join([
-        "3 matches (searched 12 entries):",
-        "",
-        "[seq 7, turn 3, tool] score 2.2 · 2026-11-01T09:30:00Z",
-        "excerpt 7",
-        "",
-        "[seq 5, compaction/summary] score 0.0 · 2026-11-01T09:30:00Z",
-        "excerpt 5",
-        "",
-        "[seq 4, turn 3, tool] score 12.1",
-        "excerpt 4",
-    ])
+    assert render_result(result, "q") == "\n".join(
+        [
+            "3 matches (searched 12 entries):",
+            "",
+            "[seq 7, turn 3, tool] score 2.2 · 2026-11-01T09:30:00Z",
+            "excerpt 7",
+            "",
+            "[seq 5, compaction/summary] score 0.0 · 2026-11-01T09:30:00Z",
+            "excerpt 5",
+            "",
+            "[seq 4, turn 3, tool] score 12.1",
+            "excerpt 4",
+        ]
+    )
 
 
 def test_d1_one_match_partial_and_more() -> None:
@@ -368,11 +406,16 @@ def test_echoed_query_is_bounded() -> None:
 def test_openai_definition_and_call() -> None:
     made, provider = _tool(("alpha", "beta"))
     definition = made.openai_tool()
-    assert definition == {"type": "function", "function": {"name": "session_query", "description":
-                          made.description, "parameters": made.parameters}}
+    assert definition == {
+        "type": "function",
+        "function": {"name": "session_query", "description": made.description, "parameters": made.parameters},
+    }
     orjson.dumps(definition)
-    call = {"id": "call_1", "type": "function",
-            "function": {"name": "session_query", "arguments": '{"query": "alpha"}'}}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "session_query", "arguments": '{"query": "alpha"}'},
+    }
     reply = made.run_openai_call(call)
     assert reply == {"role": "tool", "tool_call_id": "call_1", "content": made.run({"query": "alpha"})}
     assert reply["content"].startswith("1 match (searched 2 entries):")
@@ -386,12 +429,20 @@ def test_openai_definition_and_call() -> None:
 def test_anthropic_definition_and_call() -> None:
     made, _ = _tool(("alpha", "beta"))
     definition = made.anthropic_tool()
-    assert definition == {"name": "session_query", "description": made.description,
-                          "input_schema": made.parameters}
-    reply = made.run_anthropic_call({"type": "tool_use", "id": "toolu_1", "name": "session_query",
-                                     "input": {"query": "beta"}})
-    assert reply == {"type": "tool_result", "tool_use_id": "toolu_1",
-                     "content": made.run({"query": "beta"}), "is_error": False}
+    assert definition == {
+        "name": "session_query",
+        "description": made.description,
+        "input_schema": made.parameters,
+    }
+    reply = made.run_anthropic_call(
+        {"type": "tool_use", "id": "toolu_1", "name": "session_query", "input": {"query": "beta"}}
+    )
+    assert reply == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": made.run({"query": "beta"}),
+        "is_error": False,
+    }
     bad = made.run_anthropic_call({"type": "tool_use", "id": "toolu_2", "input": {"limit": "x"}})
     assert bad["is_error"] is True and bad["content"].startswith("invalid arguments")
     assert bad["tool_use_id"] == "toolu_2"

@@ -1,18 +1,23 @@
-"""``sessionlog demo``: the whole path on the real servers, with timings."""
+"""``sessionlog demo``: the whole path (append → index → search), with timings.
+
+Runs on the embedded backend (one SQLite file, no servers) by default and on the real Kafka and
+OpenSearch with ``stack=True``; both go through :class:`sessionlog.backend.Backend`, so the demo body
+is one code path.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 from rich.console import Console
 
+from sessionlog.backend import Backend, default_sqlite_path, settings_from_env
 from sessionlog.cli.workload import demo_records
-from sessionlog.indexer import IndexerSettings, IndexerWorker
-from sessionlog.ingest import Appender, KafkaSettings, ensure_topics
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest, render_result
+from sessionlog.query import Scope, SessionQueryRequest, render_result
 
-__all__ = ["DEMO_SEARCHES", "run_demo"]
+__all__ = ["DEMO_SEARCHES", "demo_backend", "run_demo"]
 
 #: (what it shows, scope workspace, query)
 DEMO_SEARCHES = [
@@ -25,40 +30,68 @@ DEMO_SEARCHES = [
 ]
 
 
-def run_demo(console: Console, *, workspaces: int = 3, sessions: int = 9) -> None:
-    run = uuid.uuid4().hex[:8]
+def demo_backend(*, stack: bool, run: str, path: Path | None = None) -> tuple[Backend, str]:
+    """A fresh, isolated backend for one demo run, and how to search it afterwards.
+
+    Embedded: a new SQLite file (``demo.db`` next to the default database unless ``path``).
+    Stack: a topic, index prefix and consumer group of the run's own on the configured servers."""
+    if not stack:
+        target = path or default_sqlite_path().with_name("demo.db")
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        return Backend.embedded(target), f"SESSIONLOG_BACKEND=embedded SESSIONLOG_SQLITE_PATH={target}"
+    from sessionlog.indexer import IndexerSettings, OpenSearchSettings
+    from sessionlog.ingest import KafkaSettings
+
     kafka = KafkaSettings().model_copy(update={"topic": f"sessionlog.demo.{run}"})
-    prefix = f"sessionlog-demo-{run}"
-    console.print(f"[bold]sessionlog demo[/bold] — topic {kafka.topic}, index prefix {prefix}")
+    opensearch = settings_from_env(OpenSearchSettings).model_copy(
+        update={"index_prefix": f"sessionlog-demo-{run}"}
+    )
+    indexer = settings_from_env(IndexerSettings).model_copy(update={"group_id": f"sessionlog-demo-{run}"})
+    backend = Backend.kafka_opensearch(kafka, opensearch, indexer)
+    return backend, (
+        f"SESSIONLOG_BACKEND=kafka-opensearch SESSIONLOG_KAFKA_TOPIC={kafka.topic} "
+        f"SESSIONLOG_OPENSEARCH_INDEX_PREFIX={opensearch.index_prefix}"
+    )
+
+
+def run_demo(
+    console: Console, *, workspaces: int = 3, sessions: int = 9, stack: bool = False, path: Path | None = None
+) -> None:
+    run = uuid.uuid4().hex[:8]
+    backend, env = demo_backend(stack=stack, run=run, path=path)
+    console.print(f"[bold]sessionlog demo[/bold] — {backend.describe()}", highlight=False)
+    total = time.monotonic()
 
     started = time.monotonic()
-    ensure_topics(kafka)
     records = list(demo_records(workspaces=workspaces, sessions=sessions))
-    with Appender(kafka) as appender:
-        handles = [appender.append(r) for r in records]
-        appender.flush(timeout=60)
+    with backend.open_log() as log:
+        handles = [log.append(r) for r in records]
+        log.flush(timeout=60)
         for handle in handles:
             handle.result(timeout=30)
-    append_s = time.monotonic() - started
-    console.print(f"appended {len(records)} records ({sessions} sessions, {workspaces} workspaces) "
-                  f"in {append_s:.2f}s")
+    console.print(
+        f"appended {len(records)} records ({sessions} sessions, {workspaces} workspaces) "
+        f"in {time.monotonic() - started:.2f}s"
+    )
 
     started = time.monotonic()
-    from sessionlog.indexer import OpenSearchSettings
-
-    opensearch = OpenSearchSettings().model_copy(update={"index_prefix": prefix})
-    settings = IndexerSettings().model_copy(update={"group_id": f"sessionlog-demo-{run}"})
-    with IndexerWorker(kafka, opensearch, settings) as worker:
-        stats = worker.run(until_idle=True)
-    console.print(f"indexed {stats.indexed} events (dead-lettered {stats.dead_lettered}) "
-                  f"in {time.monotonic() - started:.2f}s")
+    with backend.open_indexer() as indexer:
+        stats = indexer.run(until_idle=True)
+    console.print(
+        f"indexed {stats.indexed} events (dead-lettered {stats.dead_lettered}) "
+        f"in {time.monotonic() - started:.2f}s"
+    )
 
     for label, workspace, query in DEMO_SEARCHES:
-        provider = OpenSearchProvider(Scope.workspace(workspace), opensearch)
-        t0 = time.monotonic()
-        result = provider.search(SessionQueryRequest(query=query, limit=3, excerpt_bytes=160))
-        took = (time.monotonic() - t0) * 1000
+        with backend.open_provider(Scope.workspace(workspace)) as provider:
+            t0 = time.monotonic()
+            result = provider.search(SessionQueryRequest(query=query, limit=3, excerpt_bytes=160))
+            took = (time.monotonic() - t0) * 1000
         console.rule(f"{label}: {query!r} in {workspace} — {took:.0f} ms")
-        console.print(render_result(result, query), highlight=False, markup=False)
-    console.print(f"\n[green]done[/green]; try: sessionlog search 'revnue' --workspace ws-0 "
-                  f"(with SESSIONLOG_OPENSEARCH_INDEX_PREFIX={prefix})")
+        console.print(render_result(result, query, scope_noun="workspace"), highlight=False, markup=False)
+    console.print(
+        f"\n[green]done[/green] in {time.monotonic() - total:.1f}s; try: "
+        f"{env} sessionlog search 'revnue' --workspace ws-0",
+        highlight=False,
+    )

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 import orjson
 import typer
@@ -16,15 +16,33 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history."
+)
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 _state: dict[str, bool] = {"debug": False}
 
 
 @app.callback()
-def _main(debug: Annotated[bool, typer.Option("--debug", help="Show stack traces on errors.")] = False) -> None:
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show stack traces on errors.")] = False,
+    log_format: Annotated[
+        Literal["json", "text"] | None,
+        typer.Option("--log-format", case_sensitive=False, help="json or text (SESSIONLOG_LOG_FORMAT)."),
+    ] = None,
+    log_level: Annotated[
+        Literal["debug", "info", "warning", "error", "critical"] | None,
+        typer.Option("--log-level", case_sensitive=False, help="Log level (SESSIONLOG_LOG_LEVEL; warning)."),
+    ] = None,
+) -> None:
     _state["debug"] = debug
+    from sessionlog.logging_setup import LoggingConfigError, configure_from_settings
+
+    try:
+        configure_from_settings(log_format, log_level)
+    except LoggingConfigError as err:
+        _fail(str(err), 2)
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -47,6 +65,10 @@ def _errors() -> Iterator[None]:
         if _state["debug"]:
             raise
         _fail(str(err))
+    except OSError as err:
+        if _state["debug"]:
+            raise
+        _fail(f"{err.strerror or err}: {err.filename}" if err.filename else str(err))
     except ValidationError as err:
         if _state["debug"]:
             raise
@@ -82,7 +104,9 @@ def status() -> None:
 
 # -- pipeline -------------------------------------------------------------------------------------
 def _read_lines(source: str) -> Iterator[tuple[int, bytes]]:
-    stream = sys.stdin.buffer if source == "-" else Path(source).open("rb")
+    if source != "-" and not Path(source).is_file():
+        _fail(f"no such file: {source}", 2)
+    stream = sys.stdin.buffer if source == "-" else Path(source).open("rb")  # noqa: SIM115 - closed below
     with stream:
         for number, line in enumerate(stream, 1):
             if line.strip():
@@ -90,16 +114,17 @@ def _read_lines(source: str) -> Iterator[tuple[int, bytes]]:
 
 
 @app.command()
-def append(source: Annotated[str, typer.Argument(help="JSONL file of wire records, or - for stdin.")]) -> None:
-    """Append wire-format records (one JSON object per line) to the session topic."""
-    from sessionlog.ingest import Appender, KafkaSettings, RecordRejected, ensure_topics
+def append(
+    source: Annotated[str, typer.Argument(help="JSONL file of wire records, or - for stdin.")],
+) -> None:
+    """Append wire-format records (one JSON object per line) to the session log (SESSIONLOG_BACKEND)."""
+    from sessionlog.backend import open_log
+    from sessionlog.ingest import RecordRejected
 
     with _errors():
-        settings = KafkaSettings()
-        ensure_topics(settings)
         rejected: list[tuple[int, str]] = []
         sent = 0
-        with Appender(settings) as appender, Progress(console=err_console, transient=True) as progress:
+        with open_log() as appender, Progress(console=err_console, transient=True) as progress:
             task = progress.add_task("appending", total=None)
             for number, line in _read_lines(source):
                 try:
@@ -123,23 +148,18 @@ def index(
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop once caught up.")] = False,
     metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics, /healthz, /readyz here.")] = None,
 ) -> None:
-    """Run the indexer worker (a consumer-group member) that projects the log into OpenSearch."""
+    """Run the indexer that projects the log into the search view (SESSIONLOG_BACKEND)."""
     import signal
     import threading
 
-    from sessionlog.indexer import IndexerWorker
+    from sessionlog.backend import open_indexer
 
     with _errors():
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         started = time.monotonic()
-        from sessionlog.indexer import IndexerSettings
-
-        settings = IndexerSettings()
-        if metrics_port is not None:
-            settings = settings.model_copy(update={"metrics_port": metrics_port})
-        with IndexerWorker(settings=settings) as worker:
+        with open_indexer(metrics_port=metrics_port) as worker:
             stats = worker.run(until_idle=until_idle, stop=stop)
         took = time.monotonic() - started
         console.print(
@@ -171,8 +191,13 @@ def dlq_list_cmd(
             return
         table = _table(f"{len(letters)} dead letters", ["dlq offset", "source", "class", "field", "reason"])
         for letter in letters:
-            table.add_row(str(letter["dlq_offset"]), f"{letter['partition']}@{letter['offset']}",
-                          letter["error_class"], str(letter.get("field") or ""), letter["reason"][:120])
+            table.add_row(
+                str(letter["dlq_offset"]),
+                f"{letter['partition']}@{letter['offset']}",
+                letter["error_class"],
+                str(letter.get("field") or ""),
+                letter["reason"][:120],
+            )
         console.print(table)
 
 
@@ -200,9 +225,13 @@ def rebuild(keep: Annotated[bool, typer.Option(help="Keep the old index version.
         def on_batch(stats: Any, ends: dict[Any, int]) -> None:
             progress.update(task, completed=stats.consumed, total=sum(ends.values()) or None)
 
-        report = run_rebuild(KafkaSettings(), OpenSearchSettings(), IndexerSettings(), keep=keep, on_batch=on_batch)
-    console.print(f"rebuilt v{report.old_version} → v{report.new_version}: {report.stats.indexed} events "
-                  f"in {report.seconds:.1f}s ({'kept' if keep else 'deleted'} v{report.old_version})")
+        report = run_rebuild(
+            KafkaSettings(), OpenSearchSettings(), IndexerSettings(), keep=keep, on_batch=on_batch
+        )
+    console.print(
+        f"rebuilt v{report.old_version} → v{report.new_version}: {report.stats.indexed} events "
+        f"in {report.seconds:.1f}s ({'kept' if keep else 'deleted'} v{report.old_version})"
+    )
 
 
 @app.command()
@@ -213,17 +242,20 @@ def forget(session_id: Annotated[str, typer.Argument(help="Session whose documen
 
     with _errors():
         deleted = forget_session(OpenSearchSettings(), session_id)
-        console.print(f"deleted {deleted} events of {session_id}; the Kafka topic keeps its records "
-                      "until retention (see docs/operations.md)")
+        console.print(
+            f"deleted {deleted} events of {session_id}; the Kafka topic keeps its records "
+            "until retention (see docs/operations.md)"
+        )
 
 
 def _provider(workspace: str | None, session: str | None) -> Any:
-    from sessionlog.query import OpenSearchProvider, Scope
+    from sessionlog.backend import open_provider
+    from sessionlog.query import Scope
 
     if workspace:
-        return OpenSearchProvider(Scope.workspace(workspace))
+        return open_provider(Scope.workspace(workspace))
     if session:
-        return OpenSearchProvider(Scope.session(session))
+        return open_provider(Scope.session(session))
     _fail("give --workspace W (optionally with --session S) or --session S", 2)
 
 
@@ -239,26 +271,33 @@ def search(
     """Scoped, typo- and accent-tolerant search."""
     from sessionlog.query import SessionQueryRequest, render_result
 
-    with _errors():
-        provider = _provider(workspace, session)
+    with _errors(), _provider(workspace, session) as provider:
         request = SessionQueryRequest(session_id=session, query=query, limit=limit, kinds=tuple(kinds or ()))
         result = provider.search(request)
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
         else:
-            console.print(render_result(result, query), highlight=False, markup=False)
+            console.print(
+                render_result(result, query, scope_noun="session" if session else "workspace"),
+                highlight=False,
+                markup=False,
+            )
 
 
 @app.command()
 def demo(
     workspaces: Annotated[int, typer.Option(help="Workspaces in the workload.")] = 3,
     sessions: Annotated[int, typer.Option(help="Sessions in the workload.")] = 9,
+    stack: Annotated[
+        bool, typer.Option("--stack", help="Run on Kafka + OpenSearch (`sessionlog up`).")
+    ] = False,
 ) -> None:
-    """Append a realistic multi-session workload, index it, and run typo'd and accented searches."""
+    """Append a realistic multi-session workload, index it, and run typo'd and accented searches
+    (embedded SQLite by default: no servers needed)."""
     from sessionlog.cli.demo import run_demo
 
     with _errors():
-        run_demo(console, workspaces=workspaces, sessions=sessions)
+        run_demo(console, workspaces=workspaces, sessions=sessions, stack=stack)
 
 
 def _table(title: str, columns: list[str]) -> Table:
@@ -266,6 +305,11 @@ def _table(title: str, columns: list[str]) -> Table:
     for column in columns:
         table.add_column(column)
     return table
+
+
+from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands (sessions, read, trace)
+
+register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

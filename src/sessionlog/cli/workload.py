@@ -41,34 +41,75 @@ def demo_records(
         sid = f"sess-{s:03d}"
         t = base + timedelta(minutes=7 * s)
         yield {
-            "v": 1, "kind": "header", "workspace_id": ws, "session_id": sid,
-            "created_at": t.isoformat(), "title": f"agent run {s}", "agent_preset": "analyst",
-            **({"parent_session_id": f"sess-{s - workspaces:03d}", "delegation_depth": 1,
-                "origin": "subagent"} if s >= workspaces else {}),
+            "v": 1,
+            "kind": "header",
+            "workspace_id": ws,
+            "session_id": sid,
+            "created_at": t.isoformat(),
+            "title": f"agent run {s}",
+            "agent_preset": "analyst",
+            **(
+                {
+                    "parent_session_id": f"sess-{s - workspaces:03d}",
+                    "delegation_depth": 1,
+                    "origin": "subagent",
+                }
+                if s >= workspaces
+                else {}
+            ),
         }
         fact, _area = _TOPICS[s % len(_TOPICS)]
-        seq, turn, surface = 0, 0, []
+        seq, turn = 0, 0
+        surface: list[int] = []
         while seq < events_per_session:
             t += timedelta(seconds=rng.randint(2, 40))
             step = seq % 6
-            ev: dict[str, Any] = {"v": 1, "kind": "event", "workspace_id": ws, "session_id": sid,
-                                  "seq": seq, "time": t.isoformat(), "turn": turn}
+            ev: dict[str, Any] = {
+                "v": 1,
+                "kind": "event",
+                "workspace_id": ws,
+                "session_id": sid,
+                "seq": seq,
+                "time": t.isoformat(),
+                "turn": turn,
+            }
             if step == 0:
-                ev.update(type="user/message", role="user", surface={"op": "append"},
-                          text=f"{rng.choice(_FILLER)} What happened with: {fact.split(';')[0]}?")
+                ev.update(
+                    type="user/message",
+                    role="user",
+                    surface={"op": "append"},
+                    text=f"{rng.choice(_FILLER)} What happened with: {fact.split(';')[0]}?",
+                )
             elif step == 1:
-                ev.update(type="tool/call", role="assistant", tool_name="run_sql",
-                          text='{"sql": "select account, sum(spend) from billing group by 1"}')
+                ev.update(
+                    type="tool/call",
+                    role="assistant",
+                    tool_name="run_sql",
+                    text='{"sql": "select account, sum(spend) from billing group by 1"}',
+                )
             elif step == 2:
-                ev.update(type="tool/result", role="tool", tool_name="run_sql", surface={"op": "append"},
-                          text=fact if rng.random() < 0.5 else f"{rng.choice(_FILLER)} {fact}")
+                ev.update(
+                    type="tool/result",
+                    role="tool",
+                    tool_name="run_sql",
+                    surface={"op": "append"},
+                    text=fact if rng.random() < 0.5 else f"{rng.choice(_FILLER)} {fact}",
+                )
             elif step == 3:
-                ev.update(type="assistant/message", role="assistant", surface={"op": "append"},
-                          text=f"Summary: {fact}. {rng.choice(_FILLER)}")
+                ev.update(
+                    type="assistant/message",
+                    role="assistant",
+                    surface={"op": "append"},
+                    text=f"Summary: {fact}. {rng.choice(_FILLER)}",
+                )
             elif step == 4 and len(surface) >= 3 and seq > 12:
-                ev.update(type="assistant/message", role="assistant",
-                          surface={"op": "replace", "start": surface[0], "end": surface[2]},
-                          sources=surface[:3], text=f"Compacted earlier turns: {fact}")
+                ev.update(
+                    type="assistant/message",
+                    role="assistant",
+                    surface={"op": "replace", "start": surface[0], "end": surface[2]},
+                    sources=surface[:3],
+                    text=f"Compacted earlier turns: {fact}",
+                )
                 surface = [seq, *surface[3:]]
                 seq += 1
                 yield ev

@@ -50,7 +50,9 @@ def live_feed(source: Any) -> LiveFeed:
         return _AppenderFeed(log, source.settings.topic)
     if all(hasattr(source, name) for name in ("topic", "live_sessions", "live_entries", "release_through")):
         return source  # type: ignore[no-any-return]
-    raise TypeError("live= needs an Appender or an object with topic/live_sessions/live_entries/release_through")
+    raise TypeError(
+        "live= needs an Appender or an object with topic/live_sessions/live_entries/release_through"
+    )
 
 
 def merge_live(
@@ -65,7 +67,9 @@ def merge_live(
         if single:
             merged.sort(key=lambda m: (-m.seq, m.session_id))
         else:
-            merged.sort(key=lambda m: (-(m.created_at.timestamp() if m.created_at else 0), -m.seq, m.session_id))
+            merged.sort(
+                key=lambda m: (-(m.created_at.timestamp() if m.created_at else 0), -m.seq, m.session_id)
+            )
     else:
         merged.sort(key=lambda m: (-m.score, -m.seq, m.session_id))
     return merged[:limit]

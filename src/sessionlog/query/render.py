@@ -28,10 +28,7 @@ def render_result(result: SessionQueryResult, query: str, *, scope_noun: str = "
     count = len(result.matches)
     noun = "match" if count == 1 else "matches"
     if result.partial:
-        header = (
-            f"No entry matched every word; {count} closest {noun} "
-            f"(searched {result.searched} entries):"
-        )
+        header = f"No entry matched every word; {count} closest {noun} (searched {result.searched} entries):"
     else:
         header = f"{count} {noun} (searched {result.searched} entries):"
     lines = [header]

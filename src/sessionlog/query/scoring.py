@@ -29,7 +29,9 @@ def typo_budget(word: str) -> int:
     return 0 if len(word) <= 2 else 1 if len(word) <= 5 else 2
 
 
-def _word_tier(raw: str, folded: str, exact_tokens: set[str], folded_tokens: set[str], folded_text: str) -> float:
+def _word_tier(
+    raw: str, folded: str, exact_tokens: set[str], folded_tokens: set[str], folded_text: str
+) -> float:
     if raw in exact_tokens:
         return TIER_EXACT
     if folded in folded_tokens:
@@ -37,7 +39,10 @@ def _word_tier(raw: str, folded: str, exact_tokens: set[str], folded_tokens: set
     budget = 0 if any(ch.isdigit() for ch in folded) else typo_budget(folded)
     if budget:
         for token in folded_tokens:
-            if abs(len(token) - len(folded)) <= budget and OSA.distance(folded, token, score_cutoff=budget) <= budget:
+            if (
+                abs(len(token) - len(folded)) <= budget
+                and OSA.distance(folded, token, score_cutoff=budget) <= budget
+            ):
                 return TIER_FUZZY
     if len(folded) >= 3 and folded in folded_text:
         return TIER_SUBSTRING

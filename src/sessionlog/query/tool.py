@@ -166,8 +166,7 @@ class SessionQueryTool:
         noun = (
             "workspace"
             if getattr(scope, "kind", "sessions") == "workspaces"
-            or (self.session_id is None
-            and (len(getattr(scope, "ids", ())) > 1))
+            or (self.session_id is None and (len(getattr(scope, "ids", ())) > 1))
             else "session"
         )
         return render_result(result, query, scope_noun=noun)

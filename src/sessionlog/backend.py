@@ -1,0 +1,230 @@
+"""Backend selection: the whole pipeline embedded in one SQLite file, or Kafka + OpenSearch.
+
+``SESSIONLOG_BACKEND=embedded|kafka-opensearch`` chooses; when it is unset the embedded backend is
+used unless ``SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS`` or ``SESSIONLOG_OPENSEARCH_URL`` is set (servers
+configured means servers wanted). The embedded file is ``SESSIONLOG_SQLITE_PATH`` (default
+``$XDG_DATA_HOME/sessionlog/sessionlog.db``, i.e. ``~/.local/share/sessionlog/sessionlog.db``).
+
+The factories return the same surfaces for both backends:
+
+* :meth:`Backend.open_log` — an entry log (``append`` / ``append_header`` / ``flush`` / ``close``);
+* :meth:`Backend.open_indexer` — an indexer (``run(until_idle=..., stop=...)`` → stats, ``close``);
+* :meth:`Backend.open_provider` — a :class:`~sessionlog.query.contract.SessionQuery` provider.
+
+On the embedded backend a provider also catches the projection up with the log before each search
+(``SESSIONLOG_SQLITE_INDEX_ON_SEARCH``, default on), so nothing has to run in the background.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from sessionlog.indexer.embedded import EmbeddedIndexer
+    from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
+    from sessionlog.indexer.worker import IndexerWorker
+    from sessionlog.ingest.appender import Appender
+    from sessionlog.ingest.settings import KafkaSettings
+    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+    from sessionlog.query.opensearch_provider import OpenSearchProvider
+    from sessionlog.query.scope import Scope
+    from sessionlog.query.sqlite_provider import SQLiteProvider
+
+    EntryLog = Appender | SQLiteEntryLog
+    Indexer = IndexerWorker | EmbeddedIndexer
+    Provider = OpenSearchProvider | SQLiteProvider
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendName",
+    "BackendSettings",
+    "current_backend",
+    "default_sqlite_path",
+    "open_indexer",
+    "open_log",
+    "open_provider",
+    "settings_from_env",
+]
+
+BackendName = Literal["embedded", "kafka-opensearch"]
+BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
+_S = TypeVar("_S", bound=BaseSettings)
+
+
+def settings_from_env(model: type[_S]) -> _S:
+    """``model()``: a settings model read from the environment and ``.env`` (every field has a
+    default), typed through ``BaseSettings`` so the type checker does not ask for each field."""
+    return model()
+
+
+def default_sqlite_path() -> Path:
+    """``$XDG_DATA_HOME/sessionlog/sessionlog.db`` (``~/.local/share/sessionlog/sessionlog.db``)."""
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "sessionlog" / "sessionlog.db"
+
+
+class BackendSettings(BaseSettings):
+    """Which backend (env prefix ``SESSIONLOG_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SESSIONLOG_", env_file=".env", extra="ignore")
+
+    backend: BackendName | None = Field(
+        default=None,
+        description="embedded or kafka-opensearch; unset: embedded unless servers are configured.",
+    )
+    sqlite_path: Path = Field(default_factory=default_sqlite_path, description="The embedded backend's file.")
+    sqlite_index_on_search: bool = Field(
+        default=True, description="Embedded: catch the projection up with the log before each search."
+    )
+    kafka_bootstrap_servers: str | None = Field(default=None, description="Set: servers are configured.")
+    opensearch_url: str | None = Field(default=None, description="Set: servers are configured.")
+
+    def selected(self) -> BackendName:
+        if self.backend is not None:
+            return self.backend
+        if self.kafka_bootstrap_servers or self.opensearch_url:
+            return "kafka-opensearch"
+        return "embedded"
+
+
+class _CatchUp:
+    """Runs an embedded indexer (opened on first use) until idle; the provider closes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._indexer: EmbeddedIndexer | None = None
+        self._closed = False
+
+    def __call__(self) -> None:
+        from sessionlog.indexer.embedded import EmbeddedIndexer
+
+        with self._lock:
+            if self._closed:
+                return
+            if self._indexer is None:
+                self._indexer = EmbeddedIndexer(self.path)
+            while self._indexer.step():
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            indexer, self._indexer = self._indexer, None
+        if indexer is not None:
+            indexer.close()
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One configured backend; its factories build the log, the indexer and providers."""
+
+    name: BackendName
+    sqlite_path: Path
+    index_on_search: bool = True
+    kafka: KafkaSettings | None = None
+    opensearch: OpenSearchSettings | None = None
+    indexer: IndexerSettings | None = None
+
+    @classmethod
+    def from_env(cls, settings: BackendSettings | None = None) -> Backend:
+        settings = settings or BackendSettings()
+        if settings.selected() == "embedded":
+            return cls.embedded(settings.sqlite_path, index_on_search=settings.sqlite_index_on_search)
+        return cls.kafka_opensearch()
+
+    @classmethod
+    def embedded(cls, path: str | os.PathLike[str], *, index_on_search: bool = True) -> Backend:
+        return cls("embedded", Path(path).expanduser(), index_on_search)
+
+    @classmethod
+    def kafka_opensearch(
+        cls,
+        kafka: KafkaSettings | None = None,
+        opensearch: OpenSearchSettings | None = None,
+        indexer: IndexerSettings | None = None,
+    ) -> Backend:
+        from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
+        from sessionlog.ingest.settings import KafkaSettings
+
+        return cls(
+            "kafka-opensearch",
+            BackendSettings().sqlite_path,
+            kafka=kafka or KafkaSettings(),
+            opensearch=opensearch or settings_from_env(OpenSearchSettings),
+            indexer=indexer or settings_from_env(IndexerSettings),
+        )
+
+    def describe(self) -> str:
+        if self.name == "embedded":
+            return f"embedded (SQLite {self.sqlite_path})"
+        assert self.kafka is not None and self.opensearch is not None
+        return (
+            f"kafka-opensearch (Kafka {self.kafka.bootstrap_servers} topic {self.kafka.topic}, "
+            f"OpenSearch {self.opensearch.url} prefix {self.opensearch.index_prefix})"
+        )
+
+    # -- factories ------------------------------------------------------------------------------
+    def open_log(self) -> EntryLog:
+        """The entry log agents append to (the Kafka topic is created if missing)."""
+        if self.name == "embedded":
+            from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+
+            return SQLiteEntryLog(self.sqlite_path)
+        from sessionlog.ingest.appender import Appender
+        from sessionlog.ingest.topics import ensure_topics
+
+        assert self.kafka is not None
+        ensure_topics(self.kafka)
+        return Appender(self.kafka)
+
+    def open_indexer(self, *, metrics_port: int | None = None) -> Indexer:
+        """The indexer that keeps the projection current (``run(until_idle=True)`` to catch up)."""
+        if self.name == "embedded":
+            from sessionlog.indexer.embedded import EmbeddedIndexer
+
+            return EmbeddedIndexer(self.sqlite_path, metrics_port=metrics_port)
+        from sessionlog.indexer.worker import IndexerWorker
+
+        assert self.indexer is not None
+        settings = self.indexer
+        if metrics_port is not None:
+            settings = settings.model_copy(update={"metrics_port": metrics_port})
+        return IndexerWorker(self.kafka, self.opensearch, settings)
+
+    def open_provider(self, scope: Scope, **kwargs: Any) -> Provider:
+        """A search provider pinned to ``scope`` (keyword arguments go to the provider)."""
+        if self.name == "embedded":
+            from sessionlog.query.sqlite_provider import SQLiteProvider
+
+            if self.index_on_search and "catch_up" not in kwargs:
+                kwargs["catch_up"] = _CatchUp(self.sqlite_path)
+            return SQLiteProvider(scope, self.sqlite_path, **kwargs)
+        from sessionlog.query.opensearch_provider import OpenSearchProvider
+
+        return OpenSearchProvider(scope, self.opensearch, **kwargs)
+
+
+def current_backend() -> Backend:
+    """The backend the environment (and ``.env``) selects."""
+    return Backend.from_env()
+
+
+def open_log(backend: Backend | None = None) -> EntryLog:
+    return (backend or current_backend()).open_log()
+
+
+def open_indexer(backend: Backend | None = None, *, metrics_port: int | None = None) -> Indexer:
+    return (backend or current_backend()).open_indexer(metrics_port=metrics_port)
+
+
+def open_provider(scope: Scope, backend: Backend | None = None, **kwargs: Any) -> Provider:
+    return (backend or current_backend()).open_provider(scope, **kwargs)

@@ -1,0 +1,283 @@
+"""``sessionlog sessions``, ``sessionlog read`` and ``sessionlog trace``: exact reads from a terminal.
+
+Every command reads through a :class:`~sessionlog.query.SessionReader` pinned to a scope: the
+workspace given with ``--workspace``, or the sessions given with ``--session`` (``read`` and
+``trace`` default to the one session they name, so lineage beyond it needs ``--workspace``).
+``--json`` prints the result model as JSON (an error as ``{"error": {"code", "message"}}``); the
+human output is tables and trees. Exit status: 0, 1 for a read error, 2 for bad usage or settings.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import orjson
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+if TYPE_CHECKING:
+    from sessionlog.query import (
+        EventRecordView,
+        EventTraceResult,
+        ReadEventResult,
+        Scope,
+        SessionReader,
+        SessionRecord,
+        SessionTrace,
+    )
+
+__all__ = ["read", "register", "sessions", "trace"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+_WS = re.compile(r"\s+")
+Workspace = Annotated[
+    str | None, typer.Option("--workspace", "-w", help="Read within this workspace (sessions and lineage).")
+]
+Sessions = Annotated[
+    list[str] | None, typer.Option("--session", "-s", help="Read within these sessions (repeatable).")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the read commands to the ``sessionlog`` app."""
+    app.command("sessions")(sessions)
+    app.command("read")(read)
+    app.command("trace")(trace)
+
+
+# -- plumbing -------------------------------------------------------------------------------------
+def _fail(message: str, code: int, as_json: bool, error_code: str = "SESSIONLOG_USAGE") -> NoReturn:
+    if as_json:
+        sys.stdout.write(orjson.dumps({"error": {"code": error_code, "message": message}}).decode() + "\n")
+    else:
+        shown = message if error_code == "SESSIONLOG_USAGE" else f"{error_code}: {message}"
+        err_console.print(f"[red]error:[/red] {escape(shown)}", highlight=False)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _errors(as_json: bool) -> Iterator[None]:
+    from pydantic import ValidationError
+
+    from sessionlog.query import SessionQueryError
+
+    try:
+        yield
+    except SessionQueryError as err:
+        code = 2 if err.code in ("SESSION_QUERY_INVALID_CONFIG", "SESSION_QUERY_INVALID_SCOPE") else 1
+        _fail(err.message, code, as_json, err.code)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        _fail(f"invalid setting {err.title} {where}: {first['msg']}", 2, as_json)
+
+
+def _scope(workspace: str | None, session_ids: list[str] | None, default: str | None, as_json: bool) -> Scope:
+    from sessionlog.query import Scope
+
+    if workspace and session_ids:
+        _fail("give --workspace or --session, not both", 2, as_json)
+    if workspace:
+        return Scope.workspace(workspace)
+    if session_ids:
+        return Scope.sessions(session_ids)
+    if default is not None:
+        return Scope.session(default)
+    _fail("give --workspace W or --session S", 2, as_json)
+
+
+def _reader(scope: Scope, **kwargs: Any) -> SessionReader:
+    from sessionlog.query import SessionReader
+
+    return SessionReader(scope, **kwargs)
+
+
+def _print_json(payload: Any) -> None:
+    sys.stdout.write(orjson.dumps(payload).decode() + "\n")
+
+
+def _time(value: datetime | None) -> str:
+    return "—" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _short(text: str, limit: int = 96) -> str:
+    flat = _WS.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _who(event: EventRecordView) -> str:
+    return event.tool_name or event.role or ""
+
+
+def _session_label(record: SessionRecord) -> str:
+    header = record.header
+    parts = [f"[bold]{escape(header.session_id)}[/bold]", _time(header.created_at)]
+    if header.title:
+        parts.append(escape(_short(header.title, 48)))
+    return "  ".join(parts)
+
+
+# -- sessions -------------------------------------------------------------------------------------
+def sessions(
+    workspace: Workspace = None,
+    session: Sessions = None,
+    as_json: AsJson = False,
+) -> None:
+    """List the sessions in scope, newest first."""
+    with _errors(as_json):
+        records = _reader(_scope(workspace, session, None, as_json)).list_sessions()
+        if as_json:
+            _print_json([record.model_dump(mode="json") for record in records])
+            return
+        table = Table(title=f"{len(records)} session{'s' if len(records) != 1 else ''}")
+        for column in ("Session", "Workspace", "Created", "Parent", "Events", "Last activity", "Surface"):
+            table.add_column(column, justify="right" if column == "Events" else "left")
+        for record in records:
+            header, stats = record.header, record.stats
+            table.add_row(
+                header.session_id,
+                header.workspace_id or "—",
+                _time(header.created_at),
+                header.parent_session_id or "—",
+                str(stats.entry_count) if stats else "—",
+                _time(stats.last_activity) if stats else "—",
+                "—" if stats is None else ("valid" if stats.surface_valid else "[red]invalid[/red]"),
+            )
+        console.print(table)
+
+
+# -- read -----------------------------------------------------------------------------------------
+def read(
+    session_id: Annotated[str, typer.Argument(metavar="SESSION", help="The session id.")],
+    seq: Annotated[int, typer.Argument(help="The event's seq.")],
+    before: Annotated[int, typer.Option("--before", "-B", help="Events to show before it.")] = 0,
+    after: Annotated[int, typer.Option("--after", "-A", help="Events to show after it.")] = 0,
+    workspace: Workspace = None,
+    session: Sessions = None,
+    as_json: AsJson = False,
+) -> None:
+    """Read one event exactly, with a window of neighbours."""
+    with _errors(as_json):
+        reader = _reader(_scope(workspace, session, session_id, as_json))
+        result = reader.read_event(session_id, seq, before, after)
+        if as_json:
+            _print_json(result.model_dump(mode="json"))
+            return
+        _print_read(result)
+
+
+def _print_read(result: ReadEventResult) -> None:
+    title = f"{result.header.session_id} · seq {result.start_seq}–{result.end_seq}"
+    table = Table(title=title)
+    for column in ("", "Seq", "Type", "Time", "Surface", "Who", "Text"):
+        table.add_column(column, justify="right" if column == "Seq" else "left", overflow="fold")
+    for event in result.events:
+        is_target = event.seq == result.target.seq
+        table.add_row(
+            "▶" if is_target else "",
+            str(event.seq),
+            event.type,
+            _time(event.time),
+            event.surface,
+            _who(event),
+            escape(_short(event.text)),
+            style="bold" if is_target else None,
+        )
+    console.print(table)
+    target = result.target
+    console.print(f"\n[bold]seq {target.seq}[/bold] · {target.type} · {target.surface}", highlight=False)
+    if target.sources is not None:
+        console.print(f"sources: {list(target.sources)}", highlight=False)
+    if target.replaced_by is not None:
+        console.print(f"replaced by: {target.replaced_by}", highlight=False)
+    console.print(target.text or "(no text)", highlight=False, markup=False)
+
+
+# -- trace ----------------------------------------------------------------------------------------
+def trace(
+    session_id: Annotated[str, typer.Argument(metavar="SESSION", help="The session id.")],
+    seq: Annotated[int | None, typer.Argument(help="Trace this event instead of the session.")] = None,
+    workspace: Workspace = None,
+    session: Sessions = None,
+    depth: Annotated[int, typer.Option("--depth", help="Descendant levels to draw.")] = 12,
+    as_json: AsJson = False,
+) -> None:
+    """Trace a session's lineage, or (with SEQ) an event's replacements and provenance."""
+    with _errors(as_json):
+        reader = _reader(_scope(workspace, session, session_id, as_json))
+        if seq is None:
+            lineage = reader.trace_session(session_id)
+            if as_json:
+                _print_json(lineage.model_dump(mode="json"))
+            else:
+                _print_lineage(lineage, max(1, depth))
+            return
+        traced = reader.trace_event(session_id, seq)
+        if as_json:
+            _print_json(traced.model_dump(mode="json"))
+        else:
+            _print_event_trace(traced)
+
+
+_MAX_ANCESTORS_SHOWN = 12
+_MAX_NODES_SHOWN = 400
+
+
+def _print_lineage(lineage: SessionTrace, depth: int) -> None:
+    ancestors = list(lineage.ancestors)
+    chain = [escape(a.header.session_id) for a in ancestors[:_MAX_ANCESTORS_SHOWN]]
+    if len(ancestors) > _MAX_ANCESTORS_SHOWN:
+        chain.append(f"… {len(ancestors) - _MAX_ANCESTORS_SHOWN - 1} more")
+        chain.append(escape(ancestors[-1].header.session_id))
+    if lineage.unresolved_parent_id is not None:
+        missing = escape(lineage.unresolved_parent_id)
+        chain.append(f"[yellow]{missing} (missing or outside the scope)[/yellow]")
+    state = "complete" if lineage.complete else "[yellow]incomplete[/yellow]"
+    console.print(f"ancestors ({state}): {' ← '.join(chain) if chain else 'none'}", highlight=False)
+    if lineage.root is not None:
+        console.print(f"root: {escape(lineage.root.header.session_id)}", highlight=False)
+    tree = Tree(_session_label(lineage.target) + "  [dim](target)[/dim]")
+    branches: dict[int, Tree] = {0: tree}
+    shown = hidden = 0
+    for node in lineage.descendants:
+        parent = branches.get(node.depth - 1)
+        if parent is None or node.depth > depth or shown >= _MAX_NODES_SHOWN:
+            hidden += 1
+            continue
+        branches[node.depth] = parent.add(_session_label(node.session))
+        shown += 1
+    console.print(tree)
+    if hidden:
+        more = f"… {hidden} more descendants (deeper than {depth} or past {_MAX_NODES_SHOWN})"
+        console.print(f"[dim]{more}[/dim]")
+
+
+def _print_event_trace(traced: EventTraceResult) -> None:
+    target = traced.target
+    where = f"{escape(traced.header.session_id)} · seq {target.seq}"
+    console.print(f"[bold]{where}[/bold] · {target.type} · {target.surface}", highlight=False)
+    table = Table()
+    table.add_column("Edge")
+    table.add_column("Seqs", overflow="fold")
+
+    def seqs(values: tuple[int, ...]) -> str:
+        return ", ".join(map(str, values)) if values else "—"
+
+    table.add_row("replaced by", "—" if traced.replaced_by is None else str(traced.replaced_by))
+    table.add_row("replacement chain", seqs(traced.replacement_chain))
+    table.add_row("replaced (removed by this event)", seqs(traced.replaced_event_seqs))
+    table.add_row("sources (cited by this event)", seqs(traced.source_event_seqs))
+    table.add_row("derived (events citing this one)", seqs(traced.derived_event_seqs))
+    console.print(table)
+    console.print(target.text or "(no text)", highlight=False, markup=False)

@@ -1,0 +1,1 @@
+"""Contract suites written once and run against every backend (embedded SQLite, Kafka + OpenSearch)."""

@@ -1,0 +1,212 @@
+"""One isolated pipeline per backend, behind one small harness, for the contract suites.
+
+Every suite takes ``harness`` (a fresh, empty pipeline) or ``loaded`` (a module-wide pipeline holding
+:mod:`tests.contracts.corpus`), parametrized over :data:`BACKENDS`. Both harnesses build their log,
+indexer and providers through :class:`sessionlog.backend.Backend`, the factories the CLI uses:
+
+* ``embedded`` — a SQLite file in a temporary directory (always runs);
+* ``kafka-opensearch`` — a topic, index prefix and consumer group of its own on the servers of
+  ``sessionlog up`` (``tests/integration/conftest.py``'s ``Pipeline``); skipped when they are not
+  reachable, failed instead with ``SESSIONLOG_REQUIRE_STACK=1`` (CI).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from sessionlog.backend import Backend
+from sessionlog.indexer.embedded import list_dead_letters
+from sessionlog.indexer.sqlite_view import SQLiteView
+from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from sessionlog.query import Scope
+
+from . import corpus
+
+BACKENDS = ("embedded", "kafka-opensearch")
+_PARAMS = [
+    pytest.param("embedded", id="embedded"),
+    pytest.param("kafka-opensearch", id="kafka-opensearch", marks=pytest.mark.integration),
+]
+
+
+def _integration() -> ModuleType:
+    """``tests/integration/conftest.py`` as a plain module (its ``Pipeline`` and reachability check);
+    loaded under its own name so it never shadows the ``conftest`` the integration tests import."""
+    name = "sessionlog_tests_integration_pipeline"
+    module = sys.modules.get(name)
+    if module is None:
+        path = Path(__file__).resolve().parents[1] / "integration" / "conftest.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def _require_stack() -> None:
+    from sessionlog.indexer import OpenSearchSettings
+    from sessionlog.ingest import KafkaSettings
+
+    reachable = _integration()._reachable
+    kafka = KafkaSettings().bootstrap_servers.split(",")[0].rsplit(":", 1)
+    os_url = OpenSearchSettings().url.split(",")[0].split("//", 1)[1].rsplit(":", 1)
+    missing = [
+        name
+        for name, (host, port) in (("Kafka", kafka), ("OpenSearch", os_url))
+        if not reachable(host, int(port))
+    ]
+    if missing:
+        message = f"{' and '.join(missing)} not reachable: run `sessionlog up` first"
+        if os.environ.get("SESSIONLOG_REQUIRE_STACK") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+class Harness:
+    """What a contract test may do with a pipeline, whatever the backend."""
+
+    name: str
+    backend: Backend
+
+    def __init__(self) -> None:
+        self._closables: list[Any] = []
+
+    # -- log ------------------------------------------------------------------------------------
+    def log(self) -> Any:
+        log = self.backend.open_log()
+        self._closables.append(log)
+        return log
+
+    def append_all(self, records: list[dict[str, Any]]) -> list[Any]:
+        with self.backend.open_log() as log:
+            handles = [log.append(r) for r in records]
+            log.flush(timeout=60)
+            return [h.result(timeout=30) for h in handles]
+
+    def send_raw(self, items: list[tuple[bytes | None, bytes | None]]) -> None:
+        """Write bytes to the log without validation, as a foreign client could."""
+        raise NotImplementedError
+
+    # -- indexer --------------------------------------------------------------------------------
+    def index(self) -> Any:
+        with self.backend.open_indexer() as indexer:
+            return indexer.run(until_idle=True)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def view(self) -> Any:
+        raise NotImplementedError
+
+    # -- query ----------------------------------------------------------------------------------
+    def provider(self, scope: Scope, **kwargs: Any) -> Any:
+        provider = self.backend.open_provider(scope, **kwargs)
+        self._closables.append(provider)
+        return provider
+
+    def close(self) -> None:
+        for closable in reversed(self._closables):
+            closable.close()
+        self._closables.clear()
+
+
+class EmbeddedHarness(Harness):
+    name = "embedded"
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__()
+        self.path = directory / "sessionlog.db"
+        # Catching up on search is the embedded backend's own convenience; the contract indexes
+        # explicitly, like the Kafka pipeline has to.
+        self.backend = Backend.embedded(self.path, index_on_search=False)
+
+    def send_raw(self, items: list[tuple[bytes | None, bytes | None]]) -> None:
+        with SQLiteEntryLog(self.path) as log:
+            for key, value in items:
+                log.append_raw(key, value)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        conn = sqlite3.connect(self.path)
+        try:
+            return list_dead_letters(conn, limit=None)
+        finally:
+            conn.close()
+
+    def view(self) -> SQLiteView:
+        view = SQLiteView(self.path)
+        view.ensure_schema()
+        self._closables.append(view)
+        return view
+
+
+class StackHarness(Harness):
+    name = "kafka-opensearch"
+
+    def __init__(self, pipeline: Any) -> None:
+        super().__init__()
+        self.pipeline = pipeline
+        self.backend = Backend.kafka_opensearch(pipeline.kafka, pipeline.opensearch, pipeline.indexer)
+
+    def send_raw(self, items: list[tuple[bytes | None, bytes | None]]) -> None:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(**self.pipeline.kafka.client_config(), max_request_size=8 * 1024 * 1024)
+        try:
+            for key, value in items:
+                producer.send(self.pipeline.kafka.topic, key=key, value=value)
+            producer.flush(timeout=60)
+        finally:
+            producer.close()
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        from sessionlog.indexer.operations import dlq_list
+
+        return dlq_list(self.pipeline.kafka, limit=None)
+
+    def view(self) -> Any:
+        view = self.pipeline.view()
+        view.ensure_schema()
+        return view
+
+
+@contextmanager
+def make_harness(backend: str, directory: Path) -> Iterator[Harness]:
+    with ExitStack() as stack:
+        harness: Harness
+        if backend == "embedded":
+            harness = EmbeddedHarness(directory)
+        else:
+            _require_stack()
+            harness = StackHarness(stack.enter_context(_integration().make_pipeline()))
+        stack.callback(harness.close)
+        yield harness
+
+
+@pytest.fixture(params=_PARAMS)
+def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    """A fresh, empty pipeline."""
+    with make_harness(request.param, tmp_path) as made:
+        yield made
+
+
+@pytest.fixture(scope="module", params=_PARAMS)
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    """A pipeline holding the contract corpus, appended and indexed (shared by a module's tests)."""
+    with make_harness(request.param, tmp_path_factory.mktemp(request.param)) as made:
+        records = corpus.records()
+        made.append_all(records)
+        stats = made.index()
+        assert stats.indexed == corpus.SESSIONS * corpus.EVENTS
+        assert stats.dead_lettered == 0
+        yield made

@@ -1,0 +1,265 @@
+"""The embedded projection and indexer's own behaviour: position and documents in one transaction
+(crash anywhere → all or nothing), several indexers taking turns, and the stored read model."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from sessionlog.cli.workload import demo_records
+from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.opensearch_view import _fold_event_from_source
+from sessionlog.indexer.sqlite_view import SQLiteView, _fold_event, index_tokens, time_us
+from sessionlog.ingest import parse_record
+from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from sessionlog.query import Scope, SessionQueryRequest
+from sessionlog.query.scoring import score_text
+from sessionlog.query.sqlite_provider import SQLiteProvider
+
+RECORDS = list(demo_records(workspaces=3, sessions=6))
+
+
+def _append(path: Path, records: list[dict[str, Any]]) -> None:
+    with SQLiteEntryLog(path) as log:
+        log.append_many(records)
+
+
+def _state(path: Path) -> dict[str, Any]:
+    """Everything the projection holds, comparable across runs (row ids excluded)."""
+    conn = sqlite3.connect(path)
+    try:
+        events = conn.execute(
+            "SELECT doc_id, surface_state, content_hash, text, doc FROM events ORDER BY doc_id"
+        ).fetchall()
+        sessions = conn.execute("SELECT session_id, doc FROM sessions ORDER BY session_id").fetchall()
+        terms = conn.execute("SELECT term FROM terms ORDER BY term").fetchall()
+        indexed = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'indexer_positions'").fetchone()
+        position = conn.execute("SELECT offset FROM indexer_positions").fetchall() if indexed else []
+        letters = conn.execute("SELECT count(*) FROM dead_letters").fetchone()[0] if indexed else 0
+    finally:
+        conn.close()
+    return {"events": events, "sessions": sessions, "terms": terms, "position": position, "letters": letters}
+
+
+def _events(path: Path) -> list[tuple[str, str, bytes]]:
+    """Event documents without the log offsets (which differ when the log is written differently)."""
+    out = []
+    for doc_id, state, _, _, doc in _state(path)["events"]:
+        body = orjson.loads(doc)
+        body.pop("offset", None)
+        body.pop("partition", None)
+        out.append((doc_id, state, orjson.dumps(body, option=orjson.OPT_SORT_KEYS)))
+    return out
+
+
+def test_the_indexer_projects_the_log_and_stores_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    _append(path, RECORDS)
+    with EmbeddedIndexer(path, batch_max=40) as indexer:
+        assert indexer.lag() == len(RECORDS)
+        stats = indexer.run_until_idle()
+        assert indexer.position == len(RECORDS) and indexer.lag() == 0
+        assert stats.batches == -(-len(RECORDS) // 40)
+        assert stats.consumed == len(RECORDS)
+        assert indexer.step() == 0
+    state = _state(path)
+    events = [r for r in RECORDS if r["kind"] == "event"]
+    assert len(state["events"]) == len(events)
+    assert state["position"] == [(len(RECORDS),)]
+    shadowed = {doc_id for doc_id, surface, *_ in state["events"] if surface == "shadowed"}
+    assert shadowed, "the workload's compactions shadow earlier entries"
+
+
+def test_a_failure_mid_batch_leaves_nothing_and_the_retry_completes(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    _append(path, RECORDS)
+    with EmbeddedIndexer(path) as indexer:
+        real_bulk = indexer.view.bulk
+
+        def failing_bulk(actions: Any) -> Any:
+            real_bulk(actions)  # the writes happen ...
+            raise RuntimeError("power cut")  # ... and the batch dies before its commit
+
+        indexer.view.bulk = failing_bulk  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError):
+            indexer.step()
+        assert _state(path)["events"] == [] and _state(path)["position"] == []
+        indexer.view.bulk = real_bulk  # type: ignore[method-assign]
+        indexer.run_until_idle()
+    once = tmp_path / "once.db"
+    _append(once, RECORDS)
+    with EmbeddedIndexer(once) as indexer:
+        indexer.run_until_idle()
+    assert _events(path) == _events(once)
+
+
+_CRASHER = textwrap.dedent(
+    """
+    import os, sys
+    from sessionlog.indexer.embedded import EmbeddedIndexer
+    indexer = EmbeddedIndexer(sys.argv[1], batch_max=int(sys.argv[2]))
+    indexer.step()  # one batch committed
+    real = indexer.view.bulk
+    def die(actions):
+        real(actions)
+        os._exit(9)  # killed after writing, before committing
+    indexer.view.bulk = die
+    indexer.step()
+    """
+)
+
+
+def test_a_killed_indexer_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    _append(path, RECORDS)
+    proc = subprocess.run([sys.executable, "-c", _CRASHER, str(path), "50"], timeout=120, check=False)
+    assert proc.returncode == 9
+    assert _state(path)["position"] == [(50,)]
+    with EmbeddedIndexer(path) as indexer:
+        stats = indexer.run_until_idle()
+    assert stats.consumed == len(RECORDS) - 50 and stats.replays == 0 and stats.dead_lettered == 0
+    once = tmp_path / "once.db"
+    _append(once, RECORDS)
+    with EmbeddedIndexer(once) as indexer:
+        indexer.run_until_idle()
+    assert _events(path) == _events(once)
+    assert _state(path)["sessions"] == _state(once)["sessions"]
+
+
+def test_indexers_taking_turns_restore_each_others_sessions(tmp_path: Path) -> None:
+    path, once = tmp_path / "turns.db", tmp_path / "once.db"
+    _append(path, RECORDS)
+    _append(once, RECORDS)
+    with EmbeddedIndexer(path, batch_max=7) as a, EmbeddedIndexer(path, batch_max=11) as b:
+        while a.step() + b.step():
+            pass
+    with EmbeddedIndexer(once) as indexer:
+        indexer.run_until_idle()
+    assert _events(path) == _events(once)
+    assert _state(path)["sessions"] == _state(once)["sessions"]
+
+
+_INDEXER = textwrap.dedent(
+    """
+    import sys, time
+    from sessionlog.indexer.embedded import EmbeddedIndexer
+    with EmbeddedIndexer(sys.argv[1], batch_max=5, busy_timeout_s=60) as indexer:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            indexer.run_until_idle()
+            if indexer.position >= int(sys.argv[2]):
+                break
+            time.sleep(0.01)
+    """
+)
+
+
+def test_concurrent_indexer_processes_while_appending(tmp_path: Path) -> None:
+    path, once = tmp_path / "shared.db", tmp_path / "once.db"
+    with SQLiteEntryLog(path) as log:
+        log.end_offset()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _INDEXER, str(path), str(len(RECORDS))]) for _ in range(3)
+    ]
+    with SQLiteEntryLog(path) as log:
+        for record in RECORDS:
+            log.append(record)
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    _append(once, RECORDS)
+    with EmbeddedIndexer(once) as indexer:
+        indexer.run_until_idle()
+    assert _events(path) == _events(once)
+    assert _state(path)["sessions"] == _state(once)["sessions"]
+    assert _state(path)["letters"] == 0
+
+
+def test_dead_letters_keep_the_envelope(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SQLiteEntryLog(path) as log:
+        log.append_raw(b"x", b"{broken")
+    with EmbeddedIndexer(path) as indexer:
+        assert indexer.run_until_idle().dead_lettered == 1
+        (letter,) = indexer.dead_letters()
+    assert letter["topic"] == "log" and letter["offset"] == 1 and letter["partition"] == 0
+    assert letter["value"] == b"{broken" and letter["key"] == b"x" and letter["dlq_offset"] == 1
+    assert letter["error_class"] == "invalid_record" and letter["field"] == "record"
+
+
+def test_write_records_equals_the_log_pipeline(tmp_path: Path) -> None:
+    direct, piped = tmp_path / "direct.db", tmp_path / "piped.db"
+    with SQLiteView(direct) as view:
+        written = view.write_records(parse_record(r) for r in RECORDS)
+        assert view.count_events() == sum(1 for r in RECORDS if r["kind"] == "event")
+        assert written > view.count_events()  # plus the updates that shadow, plus the sessions
+    _append(piped, RECORDS)
+    with EmbeddedIndexer(piped) as indexer:
+        indexer.run_until_idle()
+    assert _events(direct) == _events(piped)
+
+
+def test_forget_session_removes_its_documents_from_every_index(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    _append(path, RECORDS)
+    with EmbeddedIndexer(path) as indexer:
+        indexer.run_until_idle()
+    with SQLiteProvider(Scope.workspace("ws-1"), path) as provider:
+        assert provider.search(SessionQueryRequest(query="Paulo")).matches
+    with SQLiteView(path) as view:
+        assert view.forget_session("sess-001") == 24
+        assert view.forget_session("sess-004") == 24
+    with SQLiteProvider(Scope.workspace("ws-1"), path) as provider:
+        result = provider.search(SessionQueryRequest(query="Paulo"))
+        assert result.matches == () and result.searched == 0
+    conn = sqlite3.connect(path)
+    try:
+        for table in ("events_words", "events_tri"):
+            hits = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH 'paulo'").fetchone()[0]
+            assert hits == 0
+    finally:
+        conn.close()
+
+
+def test_index_tokens_are_the_scoring_tokens() -> None:
+    text = "Đơn hàng of acct_9931 — Ærøskøbing, ZÜRICH's café"
+    tokens = index_tokens(text)
+    assert tokens == ["don", "hang", "of", "acct", "9931", "aeroskobing", "zurich", "s", "cafe"]
+    assert score_text(text, ["zurich"], ["zurich"]) is not None
+
+
+def test_time_us_compares_instants() -> None:
+    assert time_us("2026-11-01T08:00:00+05:00") < time_us("2026-11-01T06:00:00+00:00")
+    assert time_us("2026-11-01T03:00:00+00:00") == time_us("2026-11-01T08:00:00+05:00")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"seq": 3, "type": "user/message", "surface_op": "append"},
+        {
+            "seq": 4,
+            "type": "assistant/message",
+            "surface_op": "replace",
+            "replace_start": 1,
+            "replace_end": 2,
+            "sources": [1, 2],
+        },
+        {
+            "seq": 5,
+            "type": "tool/result",
+            "surface_op": "append",
+            "tool_name": "grep",
+            "role": "tool",
+            "attrs": {"call_id": "c1"},
+        },
+        {"seq": 6, "type": "turn/start"},
+    ],
+)
+def test_stored_documents_fold_like_the_opensearch_view(source: dict[str, Any]) -> None:
+    assert _fold_event(source) == _fold_event_from_source(source)
