@@ -41,7 +41,7 @@ from tests.benchmarks.sys_pgtrgm import label as trgm_label
 __all__ = ["ALL_SYSTEMS", "RelevanceConfig", "run_relevance"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-ALL_SYSTEMS = ("sessionlog", "pg_trgm", "fts5", "ilike")
+ALL_SYSTEMS = ("sessionlog", "embedded", "pg_trgm", "fts5", "ilike")
 GROUPS = {
     "typo1": [v for v in VARIANTS if v.startswith("typo1_")],
     "typo (all)": [v for v in VARIANTS if v.startswith("typo")],
@@ -154,6 +154,14 @@ def _build_systems(
                 return IlikeSystem(cluster())
 
             builders.append(("ilike", make_ilike))
+        elif name == "embedded":
+
+            def make_embedded() -> SearchSystem:
+                from tests.benchmarks.sys_embedded import EmbeddedSystem
+
+                return EmbeddedSystem()
+
+            builders.append(("sessionlog_embedded", make_embedded))
         else:
             raise ValueError(f"unknown system {name!r} (known: {', '.join(ALL_SYSTEMS)})")
     return builders

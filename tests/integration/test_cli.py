@@ -253,7 +253,7 @@ def test_search_text_and_json(cli: Any, pipeline: Pipeline) -> None:
     _loaded(pipeline)
     text = cli("search", "forcast zurich", "--workspace", "ws-c")
     assert text.code == 0, text
-    assert "1 match" in text.stdout and "[seq 3, assistant]" in text.stdout
+    assert "1 match" in text.stdout and "[session s-2, seq 3, assistant]" in text.stdout
     assert "the quarterly forecast for Zürich" in text.stdout
 
     as_json = cli("search", "forcast zurich", "--workspace", "ws-c", "--json")

@@ -163,12 +163,8 @@ class SessionQueryTool:
         except SessionQueryError as err:
             raise ToolError(f"{self.name} failed ({err.code}): {err.message}") from None
         scope = getattr(self.provider, "scope", None)
-        noun = (
-            "workspace"
-            if getattr(scope, "kind", "sessions") == "workspaces"
-            or (self.session_id is None and (len(getattr(scope, "ids", ())) > 1))
-            else "session"
-        )
+        several = getattr(scope, "kind", "sessions") == "workspaces" or len(getattr(scope, "ids", ())) > 1
+        noun = "workspace" if self.session_id is None and several else "session"
         return render_result(result, query, scope_noun=noun)
 
     def run_openai_call(self, tool_call: Mapping[str, Any]) -> dict[str, Any]:
