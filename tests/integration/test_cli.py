@@ -413,3 +413,25 @@ def test_a_wrong_setting_is_one_clear_line_within_seconds(
     assert run.error_lines[0].startswith("error: ")
     assert needle in run.error_lines[0], run.error_lines[0]
     assert run.stdout == ""
+
+
+def test_up_when_already_up_and_status(cli: Any) -> None:
+    up = cli("up")
+    assert up.code == 0, up.stderr
+    assert "already up" in (up.stdout + up.stderr)
+    assert cli("status").code == 0
+
+
+def test_demo_embedded_and_on_the_stack(cli: Any, tmp_path: Path) -> None:
+    embedded = cli("demo", SESSIONLOG_BACKEND="embedded", SESSIONLOG_SQLITE_PATH=str(tmp_path / "demo.db"))
+    assert embedded.code == 0, embedded.stderr
+    assert "Zürich" in embedded.stdout and "acct_9931" in embedded.stdout
+    stack = cli("demo", "--stack")
+    assert stack.code == 0, stack.stderr
+    assert "Nguyễn" in stack.stdout
+
+
+def test_bench_passes_its_arguments_through(cli: Any) -> None:
+    bad = cli("bench", "no-such-benchmark")
+    assert bad.code == 2  # argparse's usage error, from the benchmark runner
+    assert "invalid choice" in bad.stderr

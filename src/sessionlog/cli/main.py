@@ -300,6 +300,27 @@ def demo(
         run_demo(console, workspaces=workspaces, sessions=sessions, stack=stack)
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench(ctx: typer.Context) -> None:
+    """Run the benchmarks (relevance, pipeline, append, reads) from a checkout; arguments pass through.
+
+    `sessionlog bench relevance --entries 100000 --report`, `sessionlog bench pipeline --events 50000`,
+    `sessionlog bench report`; needs `pip install -e '.[bench]'`.
+    """
+    import subprocess
+
+    root = Path(__file__).resolve().parents[3]
+    if not (root / "tests" / "benchmarks" / "run.py").is_file():
+        _fail("the benchmarks live in the source checkout (tests/benchmarks); run from a clone", 2)
+    args = list(ctx.args)
+    modules = {"pipeline": "bench_pipeline", "append": "bench_append", "reads": "bench_reads"}
+    if args and args[0] in modules:
+        module, args = f"tests.benchmarks.{modules[args[0]]}", args[1:]
+    else:
+        module = "tests.benchmarks.run"
+    raise typer.Exit(subprocess.call([sys.executable, "-m", module, *args], cwd=root))
+
+
 def _table(title: str, columns: list[str]) -> Table:
     table = Table(title=title)
     for column in columns:

@@ -250,14 +250,15 @@ class OpenSearchView:
             for attempt in retrying:
                 with attempt:
                     self.attempts += 1
-                    pending = self._send_pending(pending, final)
+                    self._send_pending(pending, final)
         except _RetryItems as err:
             raise ViewUnavailable(str(err)) from err
         return [final[i] for i, _ in indexed]
 
     def _send_pending(
         self, pending: list[tuple[int, Action]], final: dict[int, ItemResult]
-    ) -> list[tuple[int, Action]]:
+    ) -> None:
+        """Send ``pending``; record final results and leave only the retriable failures in it."""
         try:
             results = self._bulk_once([a for _, a in pending])
         except (OSConnectionError, ConnectionTimeout) as err:
@@ -274,9 +275,9 @@ class OpenSearchView:
                 retry.append((index, action))
             else:
                 final[index] = result
+        pending[:] = retry
         if retry:
             raise _RetryItems(f"{len(retry)} bulk items failing retriably ({retry[0][1].doc_id} ...)")
-        return retry
 
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
         """Content hashes of existing event documents (realtime get, routed)."""

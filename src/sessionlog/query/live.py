@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from sessionlog.query.contract import SessionMatch
 
-__all__ = ["LiveFeed", "live_feed", "merge_live"]
+__all__ = ["AppenderLiveSource", "LiveFeed", "live_feed", "live_source", "merge_live"]
 
 
 class LiveFeed(Protocol):
@@ -73,3 +73,29 @@ def merge_live(
     else:
         merged.sort(key=lambda m: (-m.score, -m.seq, m.session_id))
     return merged[:limit]
+
+
+class AppenderLiveSource:
+    """The reads' :class:`~sessionlog.query.reads.LiveSource` over an appender's live view.
+
+    The live view keeps events, not headers: a live session is read with the persisted header when
+    the projection has one, else with a placeholder (``has_header=False``)."""
+
+    def __init__(self, appender: Any) -> None:
+        self._appender = appender
+
+    def sessions(self) -> list[Any]:
+        return []
+
+    def events(self, session_id: str) -> list[Any] | None:
+        events = list(self._appender.live_events(session_id))
+        return events or None
+
+
+def live_source(source: Any) -> Any:
+    """Adapt an appender to the reads' live protocol; a ready ``LiveSource`` passes through."""
+    if hasattr(source, "events") and hasattr(source, "sessions"):
+        return source
+    if hasattr(source, "live_events"):
+        return AppenderLiveSource(source)
+    raise TypeError("live= needs an Appender or an object with sessions() and events()")

@@ -38,6 +38,7 @@ from sessionlog.indexer.fold import FoldEvent, FoldResult, SurfaceState
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.query.clients import shared_client
 from sessionlog.query.errors import SessionQueryError
+from sessionlog.query.live import live_source
 from sessionlog.query.reads import (
     DEFAULT_READ_WINDOW_MAX,
     EventRecordView,
@@ -227,8 +228,13 @@ class SessionReader:
             raise _config_error(f"request_timeout_s must be a positive number, got {request_timeout_s!r}")
         if not isinstance(persistence, bool) or not isinstance(cache, bool):
             raise _config_error("persistence and cache must be true or false")
-        if live is not None and not isinstance(live, LiveSource):
-            raise _config_error("live must provide sessions() and events(session_id)")
+        if live is not None:
+            try:
+                live = live_source(live)
+            except TypeError:
+                raise _config_error(
+                    "live must be an Appender or provide sessions() and events(session_id)"
+                ) from None
         overrides: dict[str, Any] = {}
         if hosts:
             overrides["url"] = hosts
