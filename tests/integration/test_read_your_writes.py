@@ -15,9 +15,18 @@ from sessionlog.query import Scope, SessionQueryRequest
 
 
 def _event(seq: int, text: str) -> dict[str, Any]:
-    return {"v": 1, "kind": "event", "workspace_id": "ws-ryw", "session_id": "ryw-1", "seq": seq,
-            "type": "user/message", "role": "user", "surface": {"op": "append"},
-            "time": datetime(2026, 11, 30, 10, 0, seq, tzinfo=UTC).isoformat(), "text": text}
+    return {
+        "v": 1,
+        "kind": "event",
+        "workspace_id": "ws-ryw",
+        "session_id": "ryw-1",
+        "seq": seq,
+        "type": "user/message",
+        "role": "user",
+        "surface": {"op": "append"},
+        "time": datetime(2026, 11, 30, 10, 0, seq, tzinfo=UTC).isoformat(),
+        "text": text,
+    }
 
 
 def test_own_appends_are_searchable_before_and_after_indexing(pipeline: Pipeline, tmp_path: Path) -> None:
@@ -48,10 +57,18 @@ def test_own_appends_are_searchable_before_and_after_indexing(pipeline: Pipeline
 def test_reads_merge_the_appenders_live_entries(pipeline: Pipeline, tmp_path: Path) -> None:
     from sessionlog.query import SessionReader
 
-    pipeline.append_all([_event(0, "persisted first entry")])
+    header = {
+        "v": 1,
+        "kind": "header",
+        "workspace_id": "ws-ryw",
+        "session_id": "ryw-1",
+        "created_at": "2026-11-30T10:00:00Z",
+    }
+    pipeline.append_all([header, _event(0, "persisted first entry")])
     pipeline.index()
     options = AppenderSettings(spool_dir=tmp_path / "spool")
     with Appender(pipeline.kafka, options=options) as appender:
+        appender.append(header).result(timeout=30)  # the agent re-announces its session on restart
         appender.append(_event(1, "live second entry")).result(timeout=30)
         reader = SessionReader(Scope.workspace("ws-ryw"), pipeline.opensearch, live=appender)
         try:
@@ -59,9 +76,7 @@ def test_reads_merge_the_appenders_live_entries(pipeline: Pipeline, tmp_path: Pa
             assert [e.seq for e in window.events] == [0, 1]
             assert window.target.text == "live second entry"
             assert [e.seq for e in reader.list_events("ryw-1")] == [0, 1]
-            # The appender's live view keeps events, not headers: the session lists with its
-            # persisted header (availability "persisted"), while its reads include the live tail.
             (record,) = [r for r in reader.list_sessions() if r.header.session_id == "ryw-1"]
-            assert record.persisted
+            assert record.live and record.persisted
         finally:
             reader.close()

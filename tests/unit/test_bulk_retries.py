@@ -95,6 +95,8 @@ def test_a_rejected_request_is_not_retried() -> None:
     assert len(client.calls) == 1
 
 
-@pytest.mark.parametrize(("status", "retriable"), [(429, True), (500, True), (503, True), (400, False), (404, False)])
+@pytest.mark.parametrize(
+    ("status", "retriable"), [(429, True), (500, True), (503, True), (400, False), (404, False)]
+)
 def test_retriable_is_a_property_of_the_status(status: int, retriable: bool) -> None:
     assert is_retriable_status(status) is retriable

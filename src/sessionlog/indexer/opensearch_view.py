@@ -255,9 +255,7 @@ class OpenSearchView:
             raise ViewUnavailable(str(err)) from err
         return [final[i] for i, _ in indexed]
 
-    def _send_pending(
-        self, pending: list[tuple[int, Action]], final: dict[int, ItemResult]
-    ) -> None:
+    def _send_pending(self, pending: list[tuple[int, Action]], final: dict[int, ItemResult]) -> None:
         """Send ``pending``; record final results and leave only the retriable failures in it."""
         try:
             results = self._bulk_once([a for _, a in pending])

@@ -333,6 +333,7 @@ class Appender:
         self._writers_lock = threading.Lock()
         self._writers: weakref.WeakValueDictionary[str, SessionWriter] = weakref.WeakValueDictionary()
         self._last_seqs: dict[str, int] = {}
+        self._live_headers: dict[str, HeaderRecord] = {}
         self._throttle = _Throttle()
         self._next_housekeeping = 0.0
         self._counts = dict.fromkeys(
@@ -444,6 +445,10 @@ class Appender:
         item = _Item(-1, encode_key(record), value, seq, handle)
         if isinstance(record, EventRecord):
             self.live.add(record)  # before the broker can acknowledge it
+        else:
+            self._live_headers[record.session_id] = record
+            if len(self._live_headers) > _LAST_SEQS_MAX:
+                self._live_headers.pop(next(iter(self._live_headers)), None)
         try:
             self._enqueue(item)
         except BaseException:
@@ -618,6 +623,11 @@ class Appender:
     def live_sessions(self) -> list[str]:
         """Sessions with entries this process appended that a watermark has not released yet."""
         return self.live.live_sessions()
+
+    def live_headers(self) -> list[HeaderRecord]:
+        """Headers this appender wrote for sessions that still have live (unindexed) events."""
+        live = set(self.live.live_sessions())
+        return [h for sid, h in list(self._live_headers.items()) if sid in live]
 
     def live_events(self, session_id: str) -> list[EventRecord]:
         """Those entries of ``session_id`` in seq order (see :class:`LiveLog`)."""

@@ -78,14 +78,15 @@ def merge_live(
 class AppenderLiveSource:
     """The reads' :class:`~sessionlog.query.reads.LiveSource` over an appender's live view.
 
-    The live view keeps events, not headers: a live session is read with the persisted header when
-    the projection has one, else with a placeholder (``has_header=False``)."""
+    Sessions are listed with the headers this appender wrote; a live session whose header it did not
+    write is read with the persisted header, else a placeholder (``has_header=False``)."""
 
     def __init__(self, appender: Any) -> None:
         self._appender = appender
 
     def sessions(self) -> list[Any]:
-        return []
+        headers = getattr(self._appender, "live_headers", None)
+        return list(headers()) if headers is not None else []
 
     def events(self, session_id: str) -> list[Any] | None:
         events = list(self._appender.live_events(session_id))
