@@ -9,10 +9,12 @@ The factories return the same surfaces for both backends:
 
 * :meth:`Backend.open_log` — an entry log (``append`` / ``append_header`` / ``flush`` / ``close``);
 * :meth:`Backend.open_indexer` — an indexer (``run(until_idle=..., stop=...)`` → stats, ``close``);
-* :meth:`Backend.open_provider` — a :class:`~sessionlog.query.contract.SessionQuery` provider.
+* :meth:`Backend.open_provider` — a :class:`~sessionlog.query.contract.SessionQuery` provider;
+* :meth:`Backend.open_reader` — a session reader (``list_sessions``, ``read_event``, ``trace_event``…).
 
-On the embedded backend a provider also catches the projection up with the log before each search
-(``SESSIONLOG_SQLITE_INDEX_ON_SEARCH``, default on), so nothing has to run in the background.
+On the embedded backend providers and readers also catch the projection up with the log before each
+search or read (``SESSIONLOG_SQLITE_INDEX_ON_SEARCH``, default on), so nothing has to run in the
+background.
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ if TYPE_CHECKING:
     from sessionlog.ingest.sqlite_log import SQLiteEntryLog
     from sessionlog.query.opensearch_provider import OpenSearchProvider
     from sessionlog.query.scope import Scope
+    from sessionlog.query.session_reader import SessionReader
     from sessionlog.query.sqlite_provider import SQLiteProvider
+    from sessionlog.query.sqlite_reader import SQLiteSessionReader
 
     EntryLog = Appender | SQLiteEntryLog
     Indexer = IndexerWorker | EmbeddedIndexer
     Provider = OpenSearchProvider | SQLiteProvider
+    Reader = SessionReader | SQLiteSessionReader
 
 __all__ = [
     "BACKENDS",
@@ -51,6 +56,7 @@ __all__ = [
     "open_indexer",
     "open_log",
     "open_provider",
+    "open_reader",
     "settings_from_env",
 ]
 
@@ -212,6 +218,18 @@ class Backend:
 
         return OpenSearchProvider(scope, self.opensearch, **kwargs)
 
+    def open_reader(self, scope: Scope, **kwargs: Any) -> Reader:
+        """A session reader pinned to ``scope`` (keyword arguments go to the reader)."""
+        if self.name == "embedded":
+            from sessionlog.query.sqlite_reader import SQLiteSessionReader
+
+            if self.index_on_search and "catch_up" not in kwargs:
+                kwargs["catch_up"] = _CatchUp(self.sqlite_path)
+            return SQLiteSessionReader(scope, self.sqlite_path, **kwargs)
+        from sessionlog.query.session_reader import SessionReader
+
+        return SessionReader(scope, self.opensearch, **kwargs)
+
 
 def current_backend() -> Backend:
     """The backend the environment (and ``.env``) selects."""
@@ -228,3 +246,7 @@ def open_indexer(backend: Backend | None = None, *, metrics_port: int | None = N
 
 def open_provider(scope: Scope, backend: Backend | None = None, **kwargs: Any) -> Provider:
     return (backend or current_backend()).open_provider(scope, **kwargs)
+
+
+def open_reader(scope: Scope, backend: Backend | None = None, **kwargs: Any) -> Reader:
+    return (backend or current_backend()).open_reader(scope, **kwargs)

@@ -115,6 +115,11 @@ class Harness:
         self._closables.append(provider)
         return provider
 
+    def reader(self, scope: Scope, **kwargs: Any) -> Any:
+        reader = self.backend.open_reader(scope, **kwargs)
+        self._closables.append(reader)
+        return reader
+
     def close(self) -> None:
         for closable in reversed(self._closables):
             closable.close()

@@ -646,6 +646,7 @@ def test_cli_commands(loaded: Pipeline, monkeypatch: pytest.MonkeyPatch) -> None
 
     from sessionlog.cli.reads_cmd import register
 
+    monkeypatch.setenv("SESSIONLOG_BACKEND", "kafka-opensearch")  # the read commands follow the backend
     monkeypatch.setenv("SESSIONLOG_OPENSEARCH_INDEX_PREFIX", loaded.opensearch.index_prefix)
     app = typer.Typer()
     register(app)

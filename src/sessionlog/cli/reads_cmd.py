@@ -1,6 +1,7 @@
 """``sessionlog sessions``, ``sessionlog read`` and ``sessionlog trace``: exact reads from a terminal.
 
-Every command reads through a :class:`~sessionlog.query.SessionReader` pinned to a scope: the
+Every command reads through the configured backend's session reader (``sessionlog.backend.open_reader``:
+:class:`~sessionlog.query.SessionReader` or the embedded ``SQLiteSessionReader``) pinned to a scope: the
 workspace given with ``--workspace``, or the sessions given with ``--session`` (``read`` and
 ``trace`` default to the one session they name, so lineage beyond it needs ``--workspace``).
 ``--json`` prints the result model as JSON (an error as ``{"error": {"code", "message"}}``); the
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
         EventTraceResult,
         ReadEventResult,
         Scope,
-        SessionReader,
         SessionRecord,
         SessionTrace,
     )
+    from sessionlog.query.reader_base import ReaderBase
 
 __all__ = ["read", "register", "sessions", "trace"]
 
@@ -97,10 +98,10 @@ def _scope(workspace: str | None, session_ids: list[str] | None, default: str | 
     _fail("give --workspace W or --session S", 2, as_json)
 
 
-def _reader(scope: Scope, **kwargs: Any) -> SessionReader:
-    from sessionlog.query import SessionReader
+def _reader(scope: Scope, **kwargs: Any) -> ReaderBase:
+    from sessionlog.backend import open_reader
 
-    return SessionReader(scope, **kwargs)
+    return open_reader(scope, **kwargs)
 
 
 def _print_json(payload: Any) -> None:

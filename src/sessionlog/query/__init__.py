@@ -26,6 +26,7 @@ from sessionlog.query.reads import (
 from sessionlog.query.render import render_result
 from sessionlog.query.scope import Scope
 from sessionlog.query.session_reader import SessionReader
+from sessionlog.query.sqlite_reader import SQLiteSessionReader
 from sessionlog.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "LiveSource",
     "OpenSearchProvider",
     "ReadEventResult",
+    "SQLiteSessionReader",
     "Scope",
     "SessionHeader",
     "SessionMatch",

@@ -38,43 +38,14 @@ from sessionlog.indexer.fold import FoldEvent, FoldResult, SurfaceState
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.query.clients import shared_client
 from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.live import live_source
+from sessionlog.query.reader_base import Loaded, ReaderBase, config_error
 from sessionlog.query.reads import (
     DEFAULT_READ_WINDOW_MAX,
-    EventRecordView,
-    EventTraceResult,
     LiveSource,
     LogEntry,
-    ReadEventResult,
-    SessionHeader,
     SessionRecord,
-    SessionTrace,
-    SurfaceRead,
-    apply_event_filters,
-    apply_session_filters,
-    build_read_event,
-    build_surface_read,
-    build_trace_event,
-    check_compatible,
-    check_fold,
-    check_read_window_max,
-    check_session_id,
-    check_window,
-    entry_from_record,
     entry_from_source,
-    event_view,
-    fold_log,
-    header_from_live,
-    locate_index,
-    merge_listing,
-    merge_logs,
-    parse_event_filters,
-    parse_session_filters,
-    preferred_header,
     record_from_source,
-    scope_admits,
-    trace_session,
-    window_bounds,
 )
 from sessionlog.query.scope import Scope
 
@@ -162,32 +133,11 @@ def clear_log_cache() -> None:
     _LOG_CACHE.clear()
 
 
-@dataclass(slots=True)
-class _Loaded:
-    """One session's header and log; ``folded`` is its fold when already known (cached)."""
-
-    header: SessionHeader
-    entries: list[LogEntry]
-    folded: FoldResult | None = None
-    events: Sequence[FoldEvent] | None = None
-
-    def fold(self) -> FoldResult:
-        return self.folded if self.folded is not None else fold_log(self.entries)
-
-    def fold_strict(self) -> FoldResult:
-        return check_fold(self.header.session_id, self.fold())
-
-
-def _config_error(message: str) -> SessionQueryError:
-    return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", message)
-
-
-def _not_found(session_id: str) -> SessionQueryError:
-    return SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
-
-
-class SessionReader:
+class SessionReader(ReaderBase):
     """Reads sessions of one :class:`Scope` from the OpenSearch projection and a live source.
+
+    The public reads, their validation and the live merge are :class:`ReaderBase`'s (shared with the
+    embedded ``SQLiteSessionReader``); this class loads documents from OpenSearch.
 
     Cheap to construct (the HTTP client is shared per endpoint and created on first use), safe to
     share between threads, and ``close()`` is idempotent. Every method raises
@@ -214,27 +164,18 @@ class SessionReader:
         request_timeout_s: float = 5.0,
         cache: bool = True,
     ) -> None:
-        if not isinstance(scope, Scope):
-            raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "a reader needs a Scope")
-        self.read_window_max = check_read_window_max(read_window_max)
+        super().__init__(scope, read_window_max=read_window_max, live=live, persistence=persistence)
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not 0 < page_size <= MAX_PAGE:
-            raise _config_error(f"page_size must be an integer in [1, {MAX_PAGE}], got {page_size!r}")
+            raise config_error(f"page_size must be an integer in [1, {MAX_PAGE}], got {page_size!r}")
         if (
             isinstance(request_timeout_s, bool)
             or not isinstance(request_timeout_s, int | float)
             or not math.isfinite(request_timeout_s)
             or request_timeout_s <= 0
         ):
-            raise _config_error(f"request_timeout_s must be a positive number, got {request_timeout_s!r}")
-        if not isinstance(persistence, bool) or not isinstance(cache, bool):
-            raise _config_error("persistence and cache must be true or false")
-        if live is not None:
-            try:
-                live = live_source(live)
-            except TypeError:
-                raise _config_error(
-                    "live must be an Appender or provide sessions() and events(session_id)"
-                ) from None
+            raise config_error(f"request_timeout_s must be a positive number, got {request_timeout_s!r}")
+        if not isinstance(cache, bool):
+            raise config_error("cache must be true or false")
         overrides: dict[str, Any] = {}
         if hosts:
             overrides["url"] = hosts
@@ -246,18 +187,14 @@ class SessionReader:
             # model_copy does not validate the overrides; validating the merged values does.
             self.settings = type(merged).model_validate(merged.model_dump())
         except (ValidationError, ValueError) as err:
-            raise _config_error(f"invalid OpenSearch settings: {err}") from None
-        self.scope = scope
+            raise config_error(f"invalid OpenSearch settings: {err}") from None
         self.page_size = page_size
         self.request_timeout_s = float(request_timeout_s)
-        self.persistence = persistence
         self.cache = cache
         self.events_index = events_alias(self.settings.index_prefix)
         self.sessions_index = sessions_alias(self.settings.index_prefix)
-        self._live = live
         self._client = client
         self._lock = threading.Lock()
-        self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -268,143 +205,7 @@ class SessionReader:
                     self._client = shared_client(self.settings)
         return self._client
 
-    def close(self) -> None:
-        """Refuse further reads (``SESSION_QUERY_PROVIDER_CLOSED``); the shared HTTP pool stays open."""
-        self._closed = True
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def __enter__(self) -> SessionReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the reader was closed")
-
-    # -- public reads ---------------------------------------------------------------------------
-    def list_sessions(self, filters: Sequence[Any] | None = None) -> tuple[SessionRecord, ...]:
-        """Sessions in scope, newest first (then id): persisted ones overlaid by live ones.
-
-        ``filters`` are session clauses (spec 3.7, see :func:`reads.parse_session_filters`).
-        """
-        self._check_open()
-        parsed = parse_session_filters(filters)
-        return tuple(apply_session_filters(self._listing(), parsed))
-
-    def list_events(self, session_id: str) -> tuple[EventRecordView, ...]:
-        """Every event of the session in seq order, classified by the fold (INVALID_SURFACE if the
-        log breaks a surface rule)."""
-        self._check_open()
-        loaded = self._load(session_id, with_text=True)
-        folded = loaded.fold_strict()
-        sid = loaded.header.session_id
-        return tuple(event_view(sid, entry, folded) for entry in loaded.entries)
-
-    def filter_events(self, session_id: str, filters: Sequence[Any]) -> tuple[EventRecordView, ...]:
-        """The session's events with text that match every clause (spec 3.7), in seq order.
-
-        Filters are validated before the session is loaded; the log must fold (INVALID_SURFACE).
-        """
-        self._check_open()
-        parsed = parse_event_filters(filters)
-        loaded = self._load(session_id, with_text=True)
-        folded = loaded.fold_strict()
-        sid = loaded.header.session_id
-        return tuple(apply_event_filters((event_view(sid, e, folded) for e in loaded.entries), parsed))
-
-    def read_surface(self, session_id: str) -> SurfaceRead:
-        """The model's current surface in model-history order and the last raw seq it covers."""
-        self._check_open()
-        loaded = self._load(session_id, with_text=False)
-        folded = loaded.fold_strict()
-        nodes = set(folded.nodes)
-        wanted = [i for i, entry in enumerate(loaded.entries) if entry.seq in nodes]
-        entries = self._with_text(loaded.header.session_id, loaded.entries, wanted)
-        return build_surface_read(loaded.header, entries, folded)
-
-    def read_event(self, session_id: str, seq: int, before: int = 0, after: int = 0) -> ReadEventResult:
-        """The event ``seq`` and up to ``before``/``after`` neighbours (clamped at the log's edges).
-
-        The window is validated first (INVALID_WINDOW even for a missing session). The surface fold
-        is not enforced, so an event of a surface-invalid log can still be read.
-        """
-        self._check_open()
-        before, after = check_window(before, after, self.read_window_max)
-        loaded = self._load(session_id, with_text=False)
-        index = locate_index(loaded.entries, seq)
-        if index is None:
-            raise SessionQueryError(
-                "SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {loaded.header.session_id!r}"
-            )
-        lo, hi = window_bounds(len(loaded.entries), index, before, after)
-        entries = self._with_text(loaded.header.session_id, loaded.entries, range(lo, hi + 1))
-        return build_read_event(loaded.header, entries, loaded.fold(), index, (lo, hi))
-
-    def trace_session(self, session_id: str) -> SessionTrace:
-        """Ancestors and descendants of the session within the scope (one listing)."""
-        self._check_open()
-        sid = check_session_id(session_id)
-        return trace_session(sid, self._listing())
-
-    def trace_event(self, session_id: str, seq: int) -> EventTraceResult:
-        """Replacement and citation edges of one event. EVENT_NOT_FOUND is checked before the log is
-        validated (INVALID_SURFACE)."""
-        self._check_open()
-        loaded = self._load(session_id, with_text=False)
-        sid = loaded.header.session_id
-        index = locate_index(loaded.entries, seq)
-        if index is None:
-            raise SessionQueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {sid!r}")
-        folded = loaded.fold_strict()
-        entries = self._with_text(sid, loaded.entries, [index])
-        return build_trace_event(loaded.header, entries, folded, index, loaded.events)
-
-    # -- loading --------------------------------------------------------------------------------
-    def _live_session(self, session_id: str) -> tuple[SessionHeader, list[LogEntry]] | None:
-        if self._live is None:
-            return None
-        records = self._live.events(session_id)
-        if records is None:
-            return None
-        entries = merge_logs((), (entry_from_record(r) for r in records if r.session_id == session_id))
-        header = next(
-            (h for h in map(header_from_live, self._live.sessions()) if h.session_id == session_id), None
-        )
-        if header is None:
-            workspace = entries[0].workspace_id if entries else None
-            header = SessionHeader(session_id=session_id, workspace_id=workspace, has_header=False)
-        return header, entries
-
-    def _load(self, session_id: str, *, with_text: bool) -> _Loaded:
-        """One session's header and log (spec 3.5 ``load``), live entries winning per seq."""
-        sid = check_session_id(session_id)
-        live = self._live_session(sid)
-        if live is not None and scope_admits(self.scope, live[0]):
-            header, entries = live
-            if (entries and entries[0].seq == 0) or not self.persistence:
-                return _Loaded(header, entries)  # the complete log: OpenSearch is not consulted
-            stored = self._persisted(sid, with_text=with_text)
-            if stored is None:
-                return _Loaded(header, entries)
-            check_compatible(header, stored[0].header)
-            return _Loaded(preferred_header(header, stored[0].header), merge_logs(stored[1].entries, entries))
-        if not self.persistence:
-            raise _not_found(sid)
-        stored = self._persisted(sid, with_text=with_text)
-        if stored is None:
-            raise _not_found(sid)
-        record, persisted = stored
-        live = self._live_session(sid)  # it may have gone live meanwhile, or be live outside the scope
-        if live is not None:
-            check_compatible(live[0], record.header)
-            return _Loaded(preferred_header(live[0], record.header), merge_logs(persisted.entries, live[1]))
-        return persisted
-
+    # -- OpenSearch I/O ---------------------------------------------------------------------------
     def _call(self, fn: Callable[..., Any], **kwargs: Any) -> Any:
         try:
             return fn(**kwargs, request_timeout=self.request_timeout_s)
@@ -477,7 +278,7 @@ class SessionReader:
             response = self._call(self.client.search, index=self.events_index, routing=session_id, body=body)
             hits = response["hits"]["hits"]
 
-    def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, _Loaded] | None:
+    def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
         """The session document and its event documents (``None`` if not in the scoped projection).
 
         One ``msearch`` brings the session document, the session's event count and the events: when
@@ -523,14 +324,14 @@ class SessionReader:
         ]
         entries += self._pages(session_id, pages[-1]["hits"]["hits"], fields, low)
         if with_text:
-            return record, _Loaded(record.header, entries)
+            return record, Loaded(record.header, entries)
         if cached is not None and len(cached.entries) + len(entries) != count:
             entries = self._reload(session_id, fields)  # deleted or back-filled events: start over
             cached = None
         log = _CachedLog.build(entries, cached)
         if self.cache:
             _LOG_CACHE.put(key, log)
-        return record, _Loaded(record.header, list(log.entries), log.folded, log.events)
+        return record, Loaded(record.header, list(log.entries), log.folded, log.events)
 
     def _reload(self, session_id: str, fields: list[str]) -> list[LogEntry]:
         body = self._events_body(session_id, fields, None)
@@ -567,12 +368,6 @@ class SessionReader:
                 f"session {session_id!r} changed while it was read (events {unfilled[:5]} vanished)",
             )
         return out
-
-    def _listing(self) -> list[SessionRecord]:
-        """The corpus listing: persisted sessions in scope overlaid by live ones (spec 3.5)."""
-        persisted = self._persisted_listing() if self.persistence else []
-        live = [header_from_live(item) for item in self._live.sessions()] if self._live is not None else []
-        return merge_listing(persisted, live, self.scope)
 
     def _persisted_listing(self) -> list[SessionRecord]:
         records: list[SessionRecord] = []

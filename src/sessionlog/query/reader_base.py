@@ -1,0 +1,283 @@
+"""The backend-independent half of a session reader (spec 3.5–3.8).
+
+:class:`ReaderBase` holds the public read API (``list_sessions``, ``list_events``,
+``filter_events``, ``read_surface``, ``read_event``, ``trace_session``, ``trace_event``), the
+validation order, the live + persisted merge (spec 3.5) and the lifecycle. A backend supplies three
+I/O methods over its projection, each applying the reader's scope itself:
+
+* :meth:`ReaderBase._persisted` — one session's document and event documents (``None`` when the
+  session is not in the scoped projection);
+* :meth:`ReaderBase._with_text` — the text of some entries of a log loaded without it;
+* :meth:`ReaderBase._persisted_listing` — every session document in scope.
+
+:class:`~sessionlog.query.session_reader.SessionReader` implements them over OpenSearch,
+:class:`~sessionlog.query.sqlite_reader.SQLiteSessionReader` over the embedded SQLite file. Everything
+else is the pure logic of :mod:`sessionlog.query.reads`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+from sessionlog.indexer.fold import FoldEvent, FoldResult
+from sessionlog.query.errors import SessionQueryError
+from sessionlog.query.live import live_source
+from sessionlog.query.reads import (
+    DEFAULT_READ_WINDOW_MAX,
+    EventRecordView,
+    EventTraceResult,
+    LiveSource,
+    LogEntry,
+    ReadEventResult,
+    SessionHeader,
+    SessionRecord,
+    SessionTrace,
+    SurfaceRead,
+    apply_event_filters,
+    apply_session_filters,
+    build_read_event,
+    build_surface_read,
+    build_trace_event,
+    check_compatible,
+    check_fold,
+    check_read_window_max,
+    check_session_id,
+    check_window,
+    entry_from_record,
+    event_view,
+    fold_log,
+    header_from_live,
+    locate_index,
+    merge_listing,
+    merge_logs,
+    parse_event_filters,
+    parse_session_filters,
+    preferred_header,
+    scope_admits,
+    trace_session,
+    window_bounds,
+)
+from sessionlog.query.scope import Scope
+
+__all__ = ["Loaded", "ReaderBase", "config_error", "not_found"]
+
+
+@dataclass(slots=True)
+class Loaded:
+    """One session's header and log; ``folded`` is its fold when already known (cached)."""
+
+    header: SessionHeader
+    entries: list[LogEntry]
+    folded: FoldResult | None = None
+    events: Sequence[FoldEvent] | None = None
+
+    def fold(self) -> FoldResult:
+        return self.folded if self.folded is not None else fold_log(self.entries)
+
+    def fold_strict(self) -> FoldResult:
+        return check_fold(self.header.session_id, self.fold())
+
+
+def config_error(message: str) -> SessionQueryError:
+    return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", message)
+
+
+def not_found(session_id: str) -> SessionQueryError:
+    return SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
+
+
+class ReaderBase(ABC):
+    """Reads sessions of one :class:`Scope` from a projection (the subclass) and a live source.
+
+    Every public method raises :class:`SessionQueryError` (codes in ``docs/errors.md``) and returns
+    detached frozen models. ``read_window_max`` bounds ``read_event``'s ``before``/``after``;
+    ``live`` serves this process's own entries (see :class:`LiveSource`); ``persistence=False``
+    reads live sessions only (the projection is "unmounted").
+    """
+
+    def __init__(
+        self,
+        scope: Scope,
+        *,
+        read_window_max: int = DEFAULT_READ_WINDOW_MAX,
+        live: LiveSource | None = None,
+        persistence: bool = True,
+    ) -> None:
+        if not isinstance(scope, Scope):
+            raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "a reader needs a Scope")
+        self.read_window_max = check_read_window_max(read_window_max)
+        if not isinstance(persistence, bool):
+            raise config_error("persistence must be true or false")
+        if live is not None:
+            try:
+                live = live_source(live)
+            except TypeError:
+                raise config_error(
+                    "live must be an Appender or provide sessions() and events(session_id)"
+                ) from None
+        self.scope = scope
+        self.persistence = persistence
+        self._live = live
+        self._closed = False
+
+    # -- the projection (implemented per backend) -------------------------------------------------
+    @abstractmethod
+    def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
+        """The session's record and log from the scoped projection, or ``None`` if not there.
+        Without ``with_text`` entries may come with ``text=None`` (see :meth:`_with_text`)."""
+
+    @abstractmethod
+    def _with_text(self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]) -> list[LogEntry]:
+        """``entries`` with the text of the entries at indices ``wanted`` loaded, as new entries
+        (the ones passed in may be shared). Live entries always have their text."""
+
+    @abstractmethod
+    def _persisted_listing(self) -> list[SessionRecord]:
+        """Every session record of the scoped projection."""
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Refuse further reads (``SESSION_QUERY_PROVIDER_CLOSED``). Idempotent."""
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the reader was closed")
+
+    # -- public reads ---------------------------------------------------------------------------
+    def list_sessions(self, filters: Sequence[Any] | None = None) -> tuple[SessionRecord, ...]:
+        """Sessions in scope, newest first (then id): persisted ones overlaid by live ones.
+
+        ``filters`` are session clauses (spec 3.7, see :func:`reads.parse_session_filters`).
+        """
+        self._check_open()
+        parsed = parse_session_filters(filters)
+        return tuple(apply_session_filters(self._listing(), parsed))
+
+    def list_events(self, session_id: str) -> tuple[EventRecordView, ...]:
+        """Every event of the session in seq order, classified by the fold (INVALID_SURFACE if the
+        log breaks a surface rule)."""
+        self._check_open()
+        loaded = self._load(session_id, with_text=True)
+        folded = loaded.fold_strict()
+        sid = loaded.header.session_id
+        return tuple(event_view(sid, entry, folded) for entry in loaded.entries)
+
+    def filter_events(self, session_id: str, filters: Sequence[Any]) -> tuple[EventRecordView, ...]:
+        """The session's events with text that match every clause (spec 3.7), in seq order.
+
+        Filters are validated before the session is loaded; the log must fold (INVALID_SURFACE).
+        """
+        self._check_open()
+        parsed = parse_event_filters(filters)
+        loaded = self._load(session_id, with_text=True)
+        folded = loaded.fold_strict()
+        sid = loaded.header.session_id
+        return tuple(apply_event_filters((event_view(sid, e, folded) for e in loaded.entries), parsed))
+
+    def read_surface(self, session_id: str) -> SurfaceRead:
+        """The model's current surface in model-history order and the last raw seq it covers."""
+        self._check_open()
+        loaded = self._load(session_id, with_text=False)
+        folded = loaded.fold_strict()
+        nodes = set(folded.nodes)
+        wanted = [i for i, entry in enumerate(loaded.entries) if entry.seq in nodes]
+        entries = self._with_text(loaded.header.session_id, loaded.entries, wanted)
+        return build_surface_read(loaded.header, entries, folded)
+
+    def read_event(self, session_id: str, seq: int, before: int = 0, after: int = 0) -> ReadEventResult:
+        """The event ``seq`` and up to ``before``/``after`` neighbours (clamped at the log's edges).
+
+        The window is validated first (INVALID_WINDOW even for a missing session). The surface fold
+        is not enforced, so an event of a surface-invalid log can still be read.
+        """
+        self._check_open()
+        before, after = check_window(before, after, self.read_window_max)
+        loaded = self._load(session_id, with_text=False)
+        index = locate_index(loaded.entries, seq)
+        if index is None:
+            raise SessionQueryError(
+                "SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {loaded.header.session_id!r}"
+            )
+        lo, hi = window_bounds(len(loaded.entries), index, before, after)
+        entries = self._with_text(loaded.header.session_id, loaded.entries, range(lo, hi + 1))
+        return build_read_event(loaded.header, entries, loaded.fold(), index, (lo, hi))
+
+    def trace_session(self, session_id: str) -> SessionTrace:
+        """Ancestors and descendants of the session within the scope (one listing)."""
+        self._check_open()
+        sid = check_session_id(session_id)
+        return trace_session(sid, self._listing())
+
+    def trace_event(self, session_id: str, seq: int) -> EventTraceResult:
+        """Replacement and citation edges of one event. EVENT_NOT_FOUND is checked before the log is
+        validated (INVALID_SURFACE)."""
+        self._check_open()
+        loaded = self._load(session_id, with_text=False)
+        sid = loaded.header.session_id
+        index = locate_index(loaded.entries, seq)
+        if index is None:
+            raise SessionQueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {sid!r}")
+        folded = loaded.fold_strict()
+        entries = self._with_text(sid, loaded.entries, [index])
+        return build_trace_event(loaded.header, entries, folded, index, loaded.events)
+
+    # -- loading --------------------------------------------------------------------------------
+    def _live_session(self, session_id: str) -> tuple[SessionHeader, list[LogEntry]] | None:
+        if self._live is None:
+            return None
+        records = self._live.events(session_id)
+        if records is None:
+            return None
+        entries = merge_logs((), (entry_from_record(r) for r in records if r.session_id == session_id))
+        header = next(
+            (h for h in map(header_from_live, self._live.sessions()) if h.session_id == session_id), None
+        )
+        if header is None:
+            workspace = entries[0].workspace_id if entries else None
+            header = SessionHeader(session_id=session_id, workspace_id=workspace, has_header=False)
+        return header, entries
+
+    def _load(self, session_id: str, *, with_text: bool) -> Loaded:
+        """One session's header and log (spec 3.5 ``load``), live entries winning per seq."""
+        sid = check_session_id(session_id)
+        live = self._live_session(sid)
+        if live is not None and scope_admits(self.scope, live[0]):
+            header, entries = live
+            if (entries and entries[0].seq == 0) or not self.persistence:
+                return Loaded(header, entries)  # the complete log: the projection is not consulted
+            stored = self._persisted(sid, with_text=with_text)
+            if stored is None:
+                return Loaded(header, entries)
+            check_compatible(header, stored[0].header)
+            return Loaded(preferred_header(header, stored[0].header), merge_logs(stored[1].entries, entries))
+        if not self.persistence:
+            raise not_found(sid)
+        stored = self._persisted(sid, with_text=with_text)
+        if stored is None:
+            raise not_found(sid)
+        record, persisted = stored
+        live = self._live_session(sid)  # it may have gone live meanwhile, or be live outside the scope
+        if live is not None:
+            check_compatible(live[0], record.header)
+            return Loaded(preferred_header(live[0], record.header), merge_logs(persisted.entries, live[1]))
+        return persisted
+
+    def _listing(self) -> list[SessionRecord]:
+        """The corpus listing: persisted sessions in scope overlaid by live ones (spec 3.5)."""
+        persisted = self._persisted_listing() if self.persistence else []
+        live = [header_from_live(item) for item in self._live.sessions()] if self._live is not None else []
+        return merge_listing(persisted, live, self.scope)
