@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from sessionlog.cli.workload import demo_records
+from sessionlog.indexer.document import fold_event
 from sessionlog.indexer.embedded import EmbeddedIndexer
-from sessionlog.indexer.opensearch_view import _fold_event_from_source
-from sessionlog.indexer.sqlite_view import SQLiteView, _fold_event, index_tokens, time_us
+from sessionlog.indexer.sqlite_view import SQLiteView, index_tokens, time_us
 from sessionlog.ingest import parse_record
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 from sessionlog.query import Scope, SessionQueryRequest
@@ -261,5 +261,13 @@ def test_time_us_compares_instants() -> None:
         {"seq": 6, "type": "turn/start"},
     ],
 )
-def test_stored_documents_fold_like_the_opensearch_view(source: dict[str, Any]) -> None:
-    assert _fold_event(source) == _fold_event_from_source(source)
+def test_stored_documents_map_to_fold_events(source: dict[str, Any]) -> None:
+    """Both views restore session state through document.fold_event."""
+    event = fold_event(source)
+    assert (event.seq, event.type) == (source["seq"], source["type"])
+    op = source.get("surface_op")
+    expected = {"append": "append", None: None}.get(
+        op, (source.get("replace_start"), source.get("replace_end"))
+    )
+    assert event.surface == expected
+    assert (event.content_key is not None) == (source["type"] == "tool/result")

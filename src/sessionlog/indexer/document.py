@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final, Literal
 
+from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
 from sessionlog.ingest.wire import EventRecord, HeaderRecord, ReplaceOp, encode_record
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "events_alias",
     "events_index_body",
     "events_template_body",
+    "fold_event",
     "session_document",
     "sessions_alias",
     "sessions_index_body",
@@ -253,3 +255,27 @@ def session_document(header: HeaderRecord) -> dict[str, Any]:
         if value is not None:
             doc[name] = value
     return doc
+
+
+def fold_event(source: dict[str, Any]) -> FoldEvent:
+    """The fold's view of a stored event document (both views restore session state with it)."""
+    op = source.get("surface_op")
+    surface: Any
+    if op == "append":
+        surface = "append"
+    elif op == "replace":
+        surface = (int(source["replace_start"]), int(source["replace_end"]))
+    else:
+        surface = None
+    sources = source.get("sources")
+    content_key = None
+    if source["type"] == "tool/result":
+        call_id = (source.get("attrs") or {}).get(CALL_ID_ATTR)
+        content_key = repr((source.get("tool_name"), source.get("role"), call_id))
+    return FoldEvent(
+        int(source["seq"]),
+        source["type"],
+        surface,
+        None if sources is None else tuple(int(s) for s in sources),
+        content_key,
+    )

@@ -18,12 +18,13 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from sessionlog.indexer.document import (
     events_alias,
     events_template_body,
+    fold_event,
     sessions_alias,
     sessions_index_body,
     watermarks_index,
 )
 from sessionlog.indexer.errors import ViewUnavailable
-from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
+from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.projector import Action, SessionProjection
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
@@ -379,7 +380,7 @@ class OpenSearchView:
                 body["search_after"] = search_after
             hits = self.client.search(index=self.events, routing=session_id, body=body)["hits"]["hits"]
             for hit in hits:
-                yield _fold_event_from_source(hit["_source"])
+                yield fold_event(hit["_source"])
             if len(hits) < 5000:
                 return
             search_after = hits[-1]["sort"]
@@ -406,26 +407,3 @@ class OpenSearchView:
 
     def close(self) -> None:
         self.client.close()
-
-
-def _fold_event_from_source(source: dict[str, Any]) -> FoldEvent:
-    op = source.get("surface_op")
-    surface: Any
-    if op == "append":
-        surface = "append"
-    elif op == "replace":
-        surface = (int(source["replace_start"]), int(source["replace_end"]))
-    else:
-        surface = None
-    sources = source.get("sources")
-    content_key = None
-    if source["type"] == "tool/result":
-        call_id = (source.get("attrs") or {}).get(CALL_ID_ATTR)
-        content_key = repr((source.get("tool_name"), source.get("role"), call_id))
-    return FoldEvent(
-        int(source["seq"]),
-        source["type"],
-        surface,
-        None if sources is None else tuple(int(s) for s in sources),
-        content_key,
-    )

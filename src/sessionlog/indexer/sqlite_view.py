@@ -35,8 +35,9 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from sessionlog.indexer.document import fold_event
 from sessionlog.indexer.errors import ViewUnavailable
-from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
+from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.opensearch_view import ItemResult, OpenSearchView
 from sessionlog.indexer.projector import Action, SessionProjection
 from sessionlog.indexer.textfold import WORD_RE, fold
@@ -394,7 +395,7 @@ class SQLiteView:
                 cursor = self.conn.execute(
                     "SELECT doc FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
                 )
-                events = [_fold_event(orjson.loads(doc)) for (doc,) in cursor]
+                events = [fold_event(orjson.loads(doc)) for (doc,) in cursor]
         except sqlite3.OperationalError as err:
             raise ViewUnavailable(f"embedded projection read failed: {err}") from err
         return SessionProjection.restore(session_id, session_doc, events)
@@ -463,27 +464,3 @@ def _source(text: str, doc: bytes) -> dict[str, Any]:
     field = source.pop("text_field", "text")
     source[field] = text
     return source
-
-
-def _fold_event(source: dict[str, Any]) -> FoldEvent:
-    """The fold's view of a stored event document (the same rules as the OpenSearch view's)."""
-    op = source.get("surface_op")
-    surface: Any
-    if op == "append":
-        surface = "append"
-    elif op == "replace":
-        surface = (int(source["replace_start"]), int(source["replace_end"]))
-    else:
-        surface = None
-    sources = source.get("sources")
-    content_key = None
-    if source["type"] == "tool/result":
-        call_id = (source.get("attrs") or {}).get(CALL_ID_ATTR)
-        content_key = repr((source.get("tool_name"), source.get("role"), call_id))
-    return FoldEvent(
-        int(source["seq"]),
-        source["type"],
-        surface,
-        None if sources is None else tuple(int(s) for s in sources),
-        content_key,
-    )
