@@ -84,7 +84,7 @@ def _targets(run: dict[str, Any]) -> list[str]:
         return [*lines, ""]
     rel = ours["relevance"]
     worst = min(TYPO_ACCENT, key=lambda v: rel[v]["all"]["recall_at_10"])
-    baselines = [s for s in systems if s["name"] != "sessionlog"]
+    baselines = [s for s in systems if not s["name"].startswith("sessionlog")]
     best = max(baselines, key=lambda s: s["relevance"]["all"]["all"]["recall_at_10"], default=None)
     lat = ours["latency_ms"]
     lines.append(
