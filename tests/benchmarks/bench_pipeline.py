@@ -216,7 +216,7 @@ def render(result: dict[str, Any]) -> str:
         "## Pipeline: indexer throughput and freshness",
         "",
         f"Run {result['finished_at']} on {m.get('nproc')} cores ({m.get('cpu_model')}), "
-        f"load average at start {'/'.join(f'{x:.1f}' for x in m.get('loadavg_at_start') or m.get('loadavg') or [])}. "
+        f"load average at start {'/'.join(f'{x:.1f}' for x in m.get('loadavg_at_start') or [])}. "
         f"Command: `{result['command']}`.",
         "",
         "| measure | value |",
