@@ -25,7 +25,7 @@ from sessionlog.indexer.document import (
 )
 from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
-from sessionlog.indexer.projector import Action, SessionProjection
+from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
@@ -388,17 +388,7 @@ class OpenSearchView:
     # -- convenience for benchmarks and tools ----------------------------------------------------
     def write_records(self, records: Iterable[HeaderRecord | EventRecord]) -> int:
         """Project and write records directly (no Kafka): for bulk loads into a fresh prefix."""
-        states: dict[str, SessionProjection] = {}
-        actions: list[Action] = []
-        for record in records:
-            state = states.setdefault(record.session_id, SessionProjection(record.session_id))
-            if isinstance(record, HeaderRecord):
-                state.apply_header(record)
-            else:
-                outcome = state.apply_event(record, None, None)
-                actions.append(outcome.create)
-                actions.extend(outcome.updates)
-        actions.extend(state.session_action() for state in states.values())
+        actions = project_records(records)
         written = 0
         for start in range(0, len(actions), 2000):
             results = self.bulk(actions[start : start + 2000])

@@ -7,15 +7,16 @@ session is first seen after an assignment and advanced record by record.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sessionlog.indexer.document import content_hash, event_document, session_document
+from sessionlog.indexer.document import event_document, session_document
 from sessionlog.indexer.fold import FoldEvent, SurfaceState, Violation
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
-__all__ = ["Action", "EventOutcome", "SessionProjection"]
+__all__ = ["Action", "EventOutcome", "SessionProjection", "project_records"]
 
 MAX_RECORDED_VIOLATIONS = 50
 
@@ -163,9 +164,18 @@ class SessionProjection:
         return state
 
 
-def event_hash(record: EventRecord) -> str:
-    return content_hash(record)
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat()
+def project_records(records: Iterable[HeaderRecord | EventRecord]) -> list[Action]:
+    """Every action that loads ``records`` into an empty projection (bulk loads, benchmarks):
+    event creates and shadow updates in log order, then one document per session."""
+    states: dict[str, SessionProjection] = {}
+    actions: list[Action] = []
+    for record in records:
+        state = states.setdefault(record.session_id, SessionProjection(record.session_id))
+        if isinstance(record, HeaderRecord):
+            state.apply_header(record)
+        else:
+            outcome = state.apply_event(record, None, None)
+            actions.append(outcome.create)
+            actions.extend(outcome.updates)
+    actions.extend(state.session_action() for state in states.values())
+    return actions

@@ -39,7 +39,7 @@ from sessionlog.indexer.document import fold_event
 from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.opensearch_view import ItemResult, OpenSearchView
-from sessionlog.indexer.projector import Action, SessionProjection
+from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.textfold import WORD_RE, fold
 from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, rollback
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
@@ -404,17 +404,7 @@ class SQLiteView:
     def write_records(self, records: Iterable[HeaderRecord | EventRecord]) -> int:
         """Project and write records directly (no log): bulk loads into a fresh file, benchmarks."""
         self.ensure_schema()
-        states: dict[str, SessionProjection] = {}
-        actions: list[Action] = []
-        for record in records:
-            state = states.setdefault(record.session_id, SessionProjection(record.session_id))
-            if isinstance(record, HeaderRecord):
-                state.apply_header(record)
-            else:
-                outcome = state.apply_event(record, None, None)
-                actions.append(outcome.create)
-                actions.extend(outcome.updates)
-        actions.extend(state.session_action() for state in states.values())
+        actions = project_records(records)
         written = 0
         for start in range(0, len(actions), 5000):
             results = self.bulk(actions[start : start + 5000])
