@@ -49,6 +49,7 @@ def _worker(spec: dict[str, Any]) -> None:
         for writer in writers:
             writer.header(title=f"fleet process {index}")
         started = time.monotonic()
+        wall_start = time.time()
         for i in range(events):
             t0 = time.perf_counter()
             writers[i % sessions].append(
@@ -59,6 +60,7 @@ def _worker(spec: dict[str, Any]) -> None:
             if delay > 0:
                 time.sleep(delay)
         append_s = time.monotonic() - started
+        wall_end = time.time()
         appender.flush(timeout=spec["flush_timeout_s"])
         stats = appender.stats()
     print(
@@ -67,6 +69,8 @@ def _worker(spec: dict[str, Any]) -> None:
                 "index": index,
                 "max_append_s": slowest,
                 "append_s": append_s,
+                "appends_from": wall_start,
+                "appends_until": wall_end,
                 "flushed_s": time.monotonic() - started,
                 "spooled": stats.spooled,
                 "replayed": stats.replayed,
@@ -194,9 +198,11 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
         started = time.monotonic()
         try:
             timeline["stop_s"] = _stack("stop-kafka")
+            broker_down_at = time.time()
             time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - started)))
         finally:
             timeline["outage_s"] = time.monotonic() - started
+            broker_up_at = time.time()
             timeline["start_s"] = _stack("start-kafka")
         outputs = [w.communicate(timeout=600) for w in workers]
     finally:
@@ -218,7 +224,13 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
         f"resent {sum(r['resent'] for r in reports)}; last flush at "
         f"{max(r['flushed_s'] for r in reports):.1f}s"
     )
-    assert sum(r["spooled"] for r in reports) > 0, "the outage did not overlap the appends"
+    # Appends are paced evenly, so a process that appended from before the broker went down until
+    # after it was started again appended all through the outage. (Whether records reach the spool
+    # depends on how much kafka-python's own buffer absorbs; it is printed above, not asserted.)
+    for report in reports:
+        assert report["appends_from"] < broker_down_at and report["appends_until"] > broker_up_at, (
+            f"process {report['index']} did not append through the outage"
+        )
     assert slowest < ENQUEUE_TIMEOUT_S + 0.5, f"an append() blocked {slowest:.3f}s"
 
     # Every event exactly once per (session, seq), in per-session order, on one partition.
