@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if __package__ in (None, ""):
     sys.path.insert(0, str(ROOT))
 if importlib.util.find_spec("sessionlog") is None:
-    sys.path.insert(0, str(ROOT / "src"))
+    for source_root in ("src", "ingest/src", "indexer/src", "query/src"):
+        sys.path.insert(0, str(ROOT / source_root))
 
 from rich.console import Console  # noqa: E402
 from tests.benchmarks.bench_relevance import ALL_SYSTEMS, RESULTS_DIR, RelevanceConfig, run_relevance  # noqa: E402

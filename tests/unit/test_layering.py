@@ -8,15 +8,23 @@ type-only import from a higher layer is still a dependency in the wrong directio
 from __future__ import annotations
 
 import ast
+import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
-import sessionlog
-
-SRC = Path(sessionlog.__file__).parent
+REPO = Path(__file__).resolve().parents[2]
+#: Each distribution's source root; together they make up the ``sessionlog`` namespace package.
+DISTRIBUTIONS = {
+    "sessionlog-ingest": REPO / "ingest",
+    "sessionlog-indexer": REPO / "indexer",
+    "sessionlog-query": REPO / "query",
+    "sessionlog": REPO,
+}
+SOURCE_ROOTS = tuple(path / "src" for path in DISTRIBUTIONS.values())
 ROOT = "sessionlog"
 
 #: The indexer modules the query side may read: the schema of the read model and the pure folds.
@@ -61,8 +69,8 @@ class Import:
         return f"{self.module}:{self.line} imports {self.target}"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+def module_name(path: Path, source_root: Path) -> str:
+    parts = list(path.relative_to(source_root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -70,7 +78,7 @@ def module_name(path: Path) -> str:
 
 @cache
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+    return {module_name(p, root): p for root in SOURCE_ROOTS for p in sorted((root / ROOT).rglob("*.py"))}
 
 
 def _resolve_relative(module: str, is_package: bool, level: int, name: str | None) -> str:
@@ -222,3 +230,57 @@ def test_the_purity_check_is_not_vacuous() -> None:
     assert any(imp.target.split(".")[0] in IO_MODULES for imp in imports_of("sessionlog.query.clients"))
     sample = ast.parse("import os\nfrom os import getenv\nx = os.environ['A']\ny = os.path.join('a')\n")
     assert env_hits(sample, "m") == ["m:2 imports os.getenv", "m:3 uses os.environ"]
+
+
+# -- the declared dependencies enforce the same direction -----------------------------------------
+
+
+def _project(distribution: str) -> dict[str, object]:
+    data = tomllib.loads((DISTRIBUTIONS[distribution] / "pyproject.toml").read_text(encoding="utf-8"))
+    project = data["project"]
+    assert isinstance(project, dict)
+    return project
+
+
+def _requirements(distribution: str) -> list[Requirement]:
+    deps = _project(distribution)["dependencies"]
+    assert isinstance(deps, list)
+    return [Requirement(d) for d in deps]
+
+
+def _ours_required(distribution: str) -> set[str]:
+    return {r.name for r in _requirements(distribution) if r.name in DISTRIBUTIONS}
+
+
+def test_declared_dependencies_flow_one_way() -> None:
+    assert _ours_required("sessionlog-ingest") == set()
+    assert _ours_required("sessionlog-indexer") == {"sessionlog-ingest"}
+    assert _ours_required("sessionlog-query") == {"sessionlog-indexer"}
+    assert _ours_required("sessionlog") == {"sessionlog-ingest", "sessionlog-indexer", "sessionlog-query"}
+
+
+def test_an_agent_that_only_appends_gets_pydantic_kafka_and_orjson() -> None:
+    names = {r.name for r in _requirements("sessionlog-ingest")}
+    assert names == {"pydantic", "pydantic-settings", "kafka-python", "orjson"}
+
+
+def test_one_version_for_all_and_no_exact_pins_of_other_projects() -> None:
+    versions = {d: _project(d)["version"] for d in DISTRIBUTIONS}
+    assert len(set(versions.values())) == 1, versions
+    for distribution in DISTRIBUTIONS:
+        for req in _requirements(distribution):
+            pinned = any(spec.operator in ("==", "===") for spec in req.specifier)
+            if req.name in DISTRIBUTIONS:
+                assert str(req.specifier) == f"=={versions[distribution]}", req
+            else:
+                assert not pinned and req.specifier, f"{distribution}: {req} needs a range with a lower bound"
+
+
+def test_each_distribution_ships_only_its_package() -> None:
+    for distribution, path in DISTRIBUTIONS.items():
+        assert not (path / "src" / ROOT / "__init__.py").exists(), "sessionlog is a namespace package"
+        if distribution != "sessionlog":
+            packages = {
+                p.name for p in (path / "src" / ROOT).iterdir() if p.is_dir() and p.name != "__pycache__"
+            }
+            assert packages == {distribution.removeprefix("sessionlog-")}

@@ -1,1 +1,0 @@
-"""sessionlog: durable, searchable session history for fleets of AI agents."""
