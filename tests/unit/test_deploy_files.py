@@ -135,7 +135,7 @@ def _assert_valid_values(values: dict[str, str], where: str, monkeypatch: pytest
     for name in list(_model_variables()):
         monkeypatch.delenv(name, raising=False)
     for model, kwargs in by_model.items():
-        model(_env_file=None, **kwargs)  # raises ValidationError naming the field
+        model.model_validate(kwargs)  # raises ValidationError naming the field
 
 
 # -- all files -------------------------------------------------------------------------------------
