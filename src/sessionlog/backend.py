@@ -93,6 +93,13 @@ class BackendSettings(BaseSettings):
     kafka_bootstrap_servers: str | None = Field(default=None, description="Set: servers are configured.")
     opensearch_url: str | None = Field(default=None, description="Set: servers are configured.")
 
+    def __repr_args__(self) -> Any:
+        # repr() and str() of the settings may land in logs: never with a URL's password.
+        from sessionlog.ingest.redact import redact_secrets
+
+        for name, value in super().__repr_args__():
+            yield name, redact_secrets(value) if isinstance(value, str) else value
+
     def selected(self) -> BackendName:
         if self.backend is not None:
             return self.backend
@@ -169,11 +176,17 @@ class Backend:
             indexer=indexer or settings_from_env(IndexerSettings),
         )
 
+    def __repr__(self) -> str:
+        return f"Backend({self.describe()})"
+
     def describe(self) -> str:
+        """One line naming the backend and where its data lives (URL passwords redacted)."""
+        from sessionlog.ingest.redact import redact_secrets
+
         if self.name == "embedded":
             return f"embedded (SQLite {self.sqlite_path})"
         assert self.kafka is not None and self.opensearch is not None
-        return (
+        return redact_secrets(
             f"kafka-opensearch (Kafka {self.kafka.bootstrap_servers} topic {self.kafka.topic}, "
             f"OpenSearch {self.opensearch.url} prefix {self.opensearch.index_prefix})"
         )

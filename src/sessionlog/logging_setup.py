@@ -20,6 +20,11 @@ The chatty client libraries (kafka-python, opensearch-py, urllib3) get their own
 ``library_level`` (default CRITICAL): their connection errors come back to the caller as one
 sessionlog error naming the setting, so repeating them line by line only buries it.
 
+**Injection-proof.** Messages and field values are user data too (a rejected record's field name, a
+session id from the wire): the text format escapes control characters (a newline in a value is
+written as ``\n`` and can never forge a second line) and both formats redact the password of any
+``scheme://user:password@`` URL.
+
 Settings come from :class:`LoggingSettings` (``SESSIONLOG_LOG_FORMAT``, ``SESSIONLOG_LOG_LEVEL``,
 ``SESSIONLOG_LOG_LIBRARY_LEVEL``); the CLI's ``--log-format`` / ``--log-level`` override them.
 """
@@ -34,6 +39,9 @@ from typing import Any, Final, Literal
 import orjson
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sessionlog.ingest.redact import redact_secrets
+from sessionlog.textsafe import safe_text
 
 __all__ = [
     "CONTEXT_FIELDS",
@@ -105,7 +113,7 @@ def _capped(value: str, limit: int) -> str:
 
 
 def _message(record: logging.LogRecord) -> str:
-    message = record.getMessage()
+    message = redact_secrets(record.getMessage())
     return message if record.levelno <= logging.DEBUG else _capped(message, MAX_MESSAGE_CHARS)
 
 
@@ -115,13 +123,13 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
     for name in CONTEXT_FIELDS:
         value = record.__dict__.get(name)
         if value is not None:
-            fields[name] = value
+            fields[name] = redact_secrets(value) if isinstance(value, str) else value
     if record.levelno <= logging.DEBUG:
         for name in PAYLOAD_FIELDS:
             value = record.__dict__.get(name)
             if value is not None:
                 text = value if isinstance(value, str) else repr(value)
-                fields[name] = _capped(text, PAYLOAD_PREVIEW_CHARS)
+                fields[name] = _capped(redact_secrets(text), PAYLOAD_PREVIEW_CHARS)
     return fields
 
 
@@ -137,22 +145,26 @@ class JsonFormatter(logging.Formatter):
         }
         entry.update(_extras(record))
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = redact_secrets(self.formatException(record.exc_info))
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
         return orjson.dumps(entry, default=str).decode()
 
 
 class TextFormatter(logging.Formatter):
-    """``TIME LEVEL logger: message key=value ...``, then the traceback if any."""
+    """``TIME LEVEL logger: message key=value ...``, then the traceback if any.
+
+    The first line is always one line: control characters in the message and values are escaped."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_timestamp(record.created)} {record.levelname} {record.name}: {_message(record)}"
-        extras = " ".join(f"{key}={value}" for key, value in _extras(record).items())
+        name = safe_text(record.name)
+        line = f"{_timestamp(record.created)} {record.levelname} {name}: {safe_text(_message(record))}"
+        extras = " ".join(f"{key}={safe_text(value)}" for key, value in _extras(record).items())
         if extras:
             line = f"{line} {extras}"
         if record.exc_info:
-            line = f"{line}\n{self.formatException(record.exc_info)}"
+            trace = self.formatException(record.exc_info)
+            line = f"{line}\n{safe_text(trace, keep_newlines=True)}"
         if record.stack_info:
             line = f"{line}\n{self.formatStack(record.stack_info)}"
         return line

@@ -173,10 +173,33 @@ def test_a_conflicting_replay_is_still_a_replay_with_its_own_hash() -> None:
     assert outcome.create.body["content_hash"] != content_hash(ev(1))
 
 
-def test_a_replay_into_a_gap_is_log_only() -> None:
+def test_a_late_seq_into_a_gap_fills_it_log_only() -> None:
     state = fed(ev(0), ev(3))
+    assert (state.seq_gaps, state.entry_count) == (2, 2)
     outcome = state.apply_event(ev(1), 0, 5)
-    assert outcome.replay and outcome.create.body["surface_state"] == "log-only"
+    # A new entry (not a replay: nothing was indexed under that seq), outside the folded surface.
+    assert not outcome.replay and outcome.create.body["surface_state"] == "log-only"
+    assert (state.seq_gaps, state.entry_count) == (1, 3)
+    again = state.apply_event(ev(1), 0, 6)
+    assert again.replay and (state.seq_gaps, state.entry_count) == (1, 3)
+
+
+def test_seqs_out_of_order_count_every_entry_once() -> None:
+    """Issue 13 item 6: appending seq 1, 0, 2 indexes three entries and leaves no gap."""
+    state = fed(ev(1), ev(0), ev(2))
+    body = state.session_action().body
+    assert (body["entry_count"], body["seq_gaps"], body["last_seq"]) == (3, 0, 2)
+
+
+def test_restore_derives_the_gaps_from_the_stored_events() -> None:
+    state = fed(ev(0), ev(4), ev(2))
+    doc = state.session_action().body
+    events = [FoldEvent.from_record(ev(seq)) for seq in (0, 2, 4)]
+    restored = SessionProjection.restore(SID, doc, events)
+    assert restored.missing == [(1, 2), (3, 4)]
+    assert (restored.seq_gaps, restored.entry_count) == (2, 3) == (doc["seq_gaps"], doc["entry_count"])
+    assert not restored.apply_event(ev(3), 0, 9).replay
+    assert restored.seq_gaps == 1
 
 
 # -- headers ----------------------------------------------------------------------------------------

@@ -510,11 +510,51 @@ def test_attrs_floats_must_be_finite(value: float) -> None:
 
 
 @pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 10**30])
-def test_attrs_integers_beyond_64_bits_become_floats_like_json_does(value: int) -> None:
-    from_python = parse_record(event(attrs={"k": value}))
-    from_json = decode_record(orjson.dumps(event(attrs={"k": float(value)})))
-    assert from_python == from_json
-    assert orjson.loads(encode_record(from_python))["attrs"]["k"] == float(value)
+def test_attrs_integers_beyond_64_bits_are_rejected_never_rounded(value: int) -> None:
+    """Issue 13 item 5: 2^64 was stored as the float 1.8446744073709552e19."""
+    assert "64-bit range" in str(assert_rejected(event(attrs={"k": value}), "attrs.k"))
+    literal = orjson.dumps(event(attrs={"k": 0})).replace(b'"k":0', b'"k":' + str(value).encode())
+    with pytest.raises(RecordRejected) as caught:
+        decode_record(literal)
+    assert caught.value.field == "attrs.k" and "64-bit range" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", [2**64 - 1, -(2**63), 0])
+def test_attrs_integers_at_the_64_bit_edges_stay_exact(value: int) -> None:
+    literal = orjson.dumps(event(attrs={"k": value}))
+    record = decode_record(literal)
+    assert isinstance(record, EventRecord) and record.attrs is not None
+    assert record.attrs["k"] == value and type(record.attrs["k"]) is int
+    assert orjson.loads(encode_record(record))["attrs"]["k"] == value
+
+
+def test_large_floats_stay_floats() -> None:
+    record = decode_record(orjson.dumps(event(attrs={"k": 1e19})))
+    assert isinstance(record, EventRecord) and record.attrs == {"k": 1e19}
+
+
+def test_a_seq_beyond_64_bits_names_the_bound() -> None:
+    literal = orjson.dumps(event()).replace(b'"seq":0', b'"seq":18446744073709551616')
+    with pytest.raises(RecordRejected) as caught:
+        decode_record(literal)
+    assert caught.value.field == "seq" and "less than" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"text": "a\x00b"}, "text"),
+        ({"tool_name": "t\x00"}, "tool_name"),
+        ({"attrs": {"k": "\x00"}}, "attrs.k"),
+    ],
+)
+def test_nul_is_rejected_in_text_fields(fields: dict[str, Any], field: str) -> None:
+    """Issue 13 item 5: NUL in text was accepted although the validator said it was not."""
+    assert "NUL" in str(assert_rejected(event(**fields), field))
+
+
+def test_nul_is_rejected_in_header_text() -> None:
+    assert "NUL" in str(assert_rejected(header(title="a\x00"), "title"))
 
 
 # -- extra fields, non-objects, non-JSON, oversize ---------------------------------------------------

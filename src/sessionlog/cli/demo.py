@@ -12,10 +12,12 @@ import uuid
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from sessionlog.backend import Backend, default_sqlite_path, settings_from_env
 from sessionlog.cli.workload import demo_records
 from sessionlog.query import Scope, SessionQueryRequest, render_result
+from sessionlog.textsafe import safe_text
 
 __all__ = ["DEMO_SEARCHES", "demo_backend", "run_demo"]
 
@@ -60,7 +62,7 @@ def run_demo(
 ) -> None:
     run = uuid.uuid4().hex[:8]
     backend, env = demo_backend(stack=stack, run=run, path=path)
-    console.print(f"[bold]sessionlog demo[/bold] — {backend.describe()}", highlight=False)
+    console.print(Text.assemble(("sessionlog demo", "bold"), f" — {safe_text(backend.describe())}"))
     total = time.monotonic()
 
     started = time.monotonic()
@@ -89,9 +91,13 @@ def run_demo(
             result = provider.search(SessionQueryRequest(query=query, limit=3, excerpt_bytes=160))
             took = (time.monotonic() - t0) * 1000
         console.rule(f"{label}: {query!r} in {workspace} — {took:.0f} ms")
-        console.print(render_result(result, query, scope_noun="workspace"), highlight=False, markup=False)
+        rendered = safe_text(render_result(result, query, scope_noun="workspace"), keep_newlines=True)
+        console.print(rendered, highlight=False, markup=False)
     console.print(
-        f"\n[green]done[/green] in {time.monotonic() - total:.1f}s; try: "
-        f"{env} sessionlog search 'revnue' --workspace ws-0",
-        highlight=False,
+        Text.assemble(
+            "\n",
+            ("done", "green"),
+            f" in {time.monotonic() - total:.1f}s; try: ",
+            f"{safe_text(env)} sessionlog search 'revnue' --workspace ws-0",
+        )
     )

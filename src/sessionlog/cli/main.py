@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
 import orjson
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+
+from sessionlog.cli import append_cmd, output
+from sessionlog.textsafe import safe_text
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history."
 )
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
-_state: dict[str, bool] = {"debug": False}
+# No markup, no emoji, user text escaped: see sessionlog.cli.output.
+console = output.console
+err_console = output.err_console
+_state = output.state
 
 
 @app.callback()
@@ -46,35 +47,12 @@ def _main(
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    err_console.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
+    output.fail(message, code)
 
 
-@contextmanager
-def _errors() -> Iterator[None]:
-    """One clear line per failure; a stack trace only with --debug."""
-    from sessionlog.indexer.errors import IndexerError
-    from sessionlog.ingest.errors import IngestError
-    from sessionlog.query.errors import SessionQueryError
-
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except (IngestError, IndexerError, SessionQueryError) as err:
-        if _state["debug"]:
-            raise
-        _fail(str(err))
-    except OSError as err:
-        if _state["debug"]:
-            raise
-        _fail(f"{err.strerror or err}: {err.filename}" if err.filename else str(err))
-    except ValidationError as err:
-        if _state["debug"]:
-            raise
-        from sessionlog.ingest.settings import describe_settings_error
-
-        _fail(describe_settings_error(err), 2)
+def _errors(as_json: bool = False) -> AbstractContextManager[None]:
+    """One clear line per failure (JSON on stdout with ``--json``); a stack trace only with --debug."""
+    return output.errors(as_json)
 
 
 # -- local stack ----------------------------------------------------------------------------------
@@ -103,44 +81,7 @@ def status() -> None:
 
 
 # -- pipeline -------------------------------------------------------------------------------------
-def _read_lines(source: str) -> Iterator[tuple[int, bytes]]:
-    if source != "-" and not Path(source).is_file():
-        _fail(f"no such file: {source}", 2)
-    stream = sys.stdin.buffer if source == "-" else Path(source).open("rb")  # noqa: SIM115 - closed below
-    with stream:
-        for number, line in enumerate(stream, 1):
-            if line.strip():
-                yield number, line
-
-
-@app.command()
-def append(
-    source: Annotated[str, typer.Argument(help="JSONL file of wire records, or - for stdin.")],
-) -> None:
-    """Append wire-format records (one JSON object per line) to the session log (SESSIONLOG_BACKEND)."""
-    from sessionlog.backend import open_log
-    from sessionlog.ingest import RecordRejected
-
-    with _errors():
-        rejected: list[tuple[int, str]] = []
-        sent = 0
-        with open_log() as appender, Progress(console=err_console, transient=True) as progress:
-            task = progress.add_task("appending", total=None)
-            for number, line in _read_lines(source):
-                try:
-                    appender.append(orjson.loads(line))
-                    sent += 1
-                except orjson.JSONDecodeError as err:
-                    rejected.append((number, f"record: not valid JSON: {err}"))
-                except RecordRejected as err:
-                    rejected.append((number, str(err)))
-                progress.advance(task)
-            appender.flush(timeout=60)
-        console.print(f"appended {sent} records, rejected {len(rejected)}")
-        for number, reason in rejected[:50]:
-            console.print(f"  line {number}: {reason}", highlight=False)
-        if rejected:
-            raise typer.Exit(1)
+app.command("append")(append_cmd.append)
 
 
 @app.command()
@@ -181,22 +122,22 @@ def dlq_list_cmd(
     from sessionlog.indexer.operations import dlq_list
     from sessionlog.ingest import KafkaSettings
 
-    with _errors():
+    with _errors(as_json):
         letters = dlq_list(KafkaSettings(), limit=limit)
         if as_json:
             for letter in letters:
                 letter.pop("key", None)
                 letter.pop("value", None)
-                sys.stdout.write(orjson.dumps(letter).decode() + "\n")
+                sys.stdout.write(orjson.dumps(letter, default=str).decode() + "\n")
             return
         table = _table(f"{len(letters)} dead letters", ["dlq offset", "source", "class", "field", "reason"])
         for letter in letters:
             table.add_row(
                 str(letter["dlq_offset"]),
                 f"{letter['partition']}@{letter['offset']}",
-                letter["error_class"],
-                str(letter.get("field") or ""),
-                letter["reason"][:120],
+                safe_text(letter["error_class"]),
+                safe_text(letter.get("field") or ""),
+                safe_text(letter["reason"][:120]),
             )
         console.print(table)
 
@@ -242,21 +183,41 @@ def forget(session_id: Annotated[str, typer.Argument(help="Session whose documen
 
     with _errors():
         deleted = forget_session(OpenSearchSettings(), session_id)
-        console.print(
+        output.say(
             f"deleted {deleted} events of {session_id}; the Kafka topic keeps its records "
             "until retention (see docs/operations.md)"
         )
 
 
-def _provider(workspace: str | None, session: str | None) -> Any:
-    from sessionlog.backend import open_provider
+def _search_scope(workspace: str | None, session: str | None, as_json: bool) -> Any:
     from sessionlog.query import Scope
 
     if workspace:
-        return open_provider(Scope.workspace(workspace))
+        return Scope.workspace(workspace)
     if session:
-        return open_provider(Scope.session(session))
-    _fail("give --workspace W (optionally with --session S) or --session S", 2)
+        return Scope.session(session)
+    output.fail("give --workspace W (optionally with --session S) or --session S", 2, as_json=as_json)
+
+
+def _require_known(scope: Any, workspace: str | None, session: str | None, as_json: bool) -> None:
+    """An empty answer from a workspace or session that does not exist is an error, not "no
+    history yet": the operator most likely mistyped the id."""
+    from sessionlog.backend import open_reader
+
+    with open_reader(scope) as reader:
+        known = {record.header.session_id for record in reader.list_sessions()}
+    if session is not None and session not in known:
+        where = f" in workspace {workspace}" if workspace else ""
+        output.fail(
+            f"no session {session}{where}", 1, as_json=as_json, code="SESSION_QUERY_SESSION_NOT_FOUND"
+        )
+    if not known:
+        output.fail(
+            f"no sessions in workspace {workspace} (unknown workspace, or nothing indexed yet)",
+            1,
+            as_json=as_json,
+            code="SESSIONLOG_WORKSPACE_NOT_FOUND",
+        )
 
 
 @app.command()
@@ -266,22 +227,26 @@ def search(
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
     kinds: Annotated[list[str] | None, typer.Option("--kind")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result (or error) as JSON.")] = False,
 ) -> None:
     """Scoped, typo- and accent-tolerant search."""
+    from sessionlog.backend import open_provider
     from sessionlog.query import SessionQueryRequest, render_result
 
-    with _errors(), _provider(workspace, session) as provider:
-        request = SessionQueryRequest(session_id=session, query=query, limit=limit, kinds=tuple(kinds or ()))
-        result = provider.search(request)
+    with _errors(as_json):
+        scope = _search_scope(workspace, session, as_json)
+        with open_provider(scope) as provider:
+            request = SessionQueryRequest(
+                session_id=session, query=query, limit=limit, kinds=tuple(kinds or ())
+            )
+            result = provider.search(request)
+        if not result.matches and result.searched == 0:
+            _require_known(scope, workspace, session, as_json)
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
         else:
-            console.print(
-                render_result(result, query, scope_noun="session" if session else "workspace"),
-                highlight=False,
-                markup=False,
-            )
+            text = render_result(result, query, scope_noun="session" if session else "workspace")
+            output.say(text, keep_newlines=True)
 
 
 @app.command()

@@ -2,27 +2,32 @@
 
 Every command reads through the configured backend's session reader (``sessionlog.backend.open_reader``:
 :class:`~sessionlog.query.SessionReader` or the embedded ``SQLiteSessionReader``) pinned to a scope: the
-workspace given with ``--workspace``, or the sessions given with ``--session`` (``read`` and
-``trace`` default to the one session they name, so lineage beyond it needs ``--workspace``).
-``--json`` prints the result model as JSON (an error as ``{"error": {"code", "message"}}``); the
-human output is tables and trees. Exit status: 0, 1 for a read error, 2 for bad usage or settings.
+workspace given with ``--workspace``, or the sessions given with ``--session``. Without either,
+``read`` and ``trace`` use the workspace of the session they name (the CLI is a trusted operator
+tool: lineage across the workspace is what an operator expects; the model tools stay pinned).
+``--json`` prints the result model as JSON (an error as ``{"error": {"code", "message",
+"retriable"}}``, on stdout too); the human output is tables and trees, user text escaped (no
+markup, no control characters). Exit status: 0, 1 for a read error (an unknown session or
+workspace included), 2 for bad usage or settings.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import orjson
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
+
+from sessionlog.cli import output
+from sessionlog.textsafe import safe_text
 
 if TYPE_CHECKING:
     from sessionlog.query import (
@@ -37,8 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = ["read", "register", "sessions", "trace"]
 
-console = Console()
-err_console = Console(stderr=True)
+console = output.console
+err_console = output.err_console
 
 _WS = re.compile(r"\s+")
 Workspace = Annotated[
@@ -59,29 +64,11 @@ def register(app: typer.Typer) -> None:
 
 # -- plumbing -------------------------------------------------------------------------------------
 def _fail(message: str, code: int, as_json: bool, error_code: str = "SESSIONLOG_USAGE") -> NoReturn:
-    if as_json:
-        sys.stdout.write(orjson.dumps({"error": {"code": error_code, "message": message}}).decode() + "\n")
-    else:
-        shown = message if error_code == "SESSIONLOG_USAGE" else f"{error_code}: {message}"
-        err_console.print(f"[red]error:[/red] {escape(shown)}", highlight=False)
-    raise typer.Exit(code)
+    output.fail(message, code, as_json=as_json, code=error_code)
 
 
-@contextmanager
-def _errors(as_json: bool) -> Iterator[None]:
-    from pydantic import ValidationError
-
-    from sessionlog.query import SessionQueryError
-
-    try:
-        yield
-    except SessionQueryError as err:
-        code = 2 if err.code in ("SESSION_QUERY_INVALID_CONFIG", "SESSION_QUERY_INVALID_SCOPE") else 1
-        _fail(err.message, code, as_json, err.code)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        _fail(f"invalid setting {err.title} {where}: {first['msg']}", 2, as_json)
+def _errors(as_json: bool) -> AbstractContextManager[None]:
+    return output.errors(as_json)
 
 
 def _scope(workspace: str | None, session_ids: list[str] | None, default: str | None, as_json: bool) -> Scope:
@@ -94,8 +81,22 @@ def _scope(workspace: str | None, session_ids: list[str] | None, default: str | 
     if session_ids:
         return Scope.sessions(session_ids)
     if default is not None:
-        return Scope.session(default)
+        return _home_scope(default)
     _fail("give --workspace W or --session S", 2, as_json)
+
+
+def _home_scope(session_id: str) -> Scope:
+    """The workspace of ``session_id`` (what an operator means by "this session's lineage"); the
+    session alone when it has no known workspace. An unknown session raises SESSION_NOT_FOUND."""
+    from sessionlog.query import Scope, SessionQueryError
+
+    alone = Scope.session(session_id)
+    with _reader(alone) as reader:
+        records = reader.list_sessions()
+    workspace = next((r.header.workspace_id for r in records if r.header.session_id == session_id), None)
+    if not records:
+        raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id}")
+    return Scope.workspace(workspace) if workspace else alone
 
 
 def _reader(scope: Scope, **kwargs: Any) -> ReaderBase:
@@ -121,12 +122,12 @@ def _who(event: EventRecordView) -> str:
     return event.tool_name or event.role or ""
 
 
-def _session_label(record: SessionRecord) -> str:
+def _session_label(record: SessionRecord) -> Text:
     header = record.header
-    parts = [f"[bold]{escape(header.session_id)}[/bold]", _time(header.created_at)]
+    label = Text.assemble((safe_text(header.session_id), "bold"), "  ", _time(header.created_at))
     if header.title:
-        parts.append(escape(_short(header.title, 48)))
-    return "  ".join(parts)
+        label.append("  " + safe_text(_short(header.title, 48)))
+    return label
 
 
 # -- sessions -------------------------------------------------------------------------------------
@@ -138,6 +139,7 @@ def sessions(
     """List the sessions in scope, newest first."""
     with _errors(as_json):
         records = _reader(_scope(workspace, session, None, as_json)).list_sessions()
+        _require_known(records, workspace, session, as_json)
         if as_json:
             _print_json([record.model_dump(mode="json") for record in records])
             return
@@ -147,15 +149,30 @@ def sessions(
         for record in records:
             header, stats = record.header, record.stats
             table.add_row(
-                header.session_id,
-                header.workspace_id or "—",
+                safe_text(header.session_id),
+                safe_text(header.workspace_id or "—"),
                 _time(header.created_at),
-                header.parent_session_id or "—",
+                safe_text(header.parent_session_id or "—"),
                 str(stats.entry_count) if stats else "—",
                 _time(stats.last_activity) if stats else "—",
-                "—" if stats is None else ("valid" if stats.surface_valid else "[red]invalid[/red]"),
+                "—" if stats is None else ("valid" if stats.surface_valid else Text("invalid", style="red")),
             )
         console.print(table)
+
+
+def _require_known(
+    records: Sequence[SessionRecord], workspace: str | None, sessions: list[str] | None, as_json: bool
+) -> None:
+    """Say plainly when the ids given name nothing (exit 1), instead of an empty table."""
+    if sessions:
+        known = {r.header.session_id for r in records}
+        unknown = [sid for sid in sessions if sid not in known]
+        if unknown:
+            message = f"no session {', '.join(unknown)}"
+            _fail(message, 1, as_json, "SESSION_QUERY_SESSION_NOT_FOUND")
+    elif workspace and not records:
+        message = f"no sessions in workspace {workspace} (unknown workspace, or nothing indexed yet)"
+        _fail(message, 1, as_json, "SESSIONLOG_WORKSPACE_NOT_FOUND")
 
 
 # -- read -----------------------------------------------------------------------------------------
@@ -179,7 +196,7 @@ def read(
 
 
 def _print_read(result: ReadEventResult) -> None:
-    title = f"{result.header.session_id} · seq {result.start_seq}–{result.end_seq}"
+    title = f"{safe_text(result.header.session_id)} · seq {result.start_seq}–{result.end_seq}"
     table = Table(title=title)
     for column in ("", "Seq", "Type", "Time", "Surface", "Who", "Text"):
         table.add_column(column, justify="right" if column == "Seq" else "left", overflow="fold")
@@ -188,21 +205,23 @@ def _print_read(result: ReadEventResult) -> None:
         table.add_row(
             "▶" if is_target else "",
             str(event.seq),
-            event.type,
+            safe_text(event.type),
             _time(event.time),
             event.surface,
-            _who(event),
-            escape(_short(event.text)),
+            safe_text(_who(event)),
+            safe_text(_short(event.text)),
             style="bold" if is_target else None,
         )
     console.print(table)
     target = result.target
-    console.print(f"\n[bold]seq {target.seq}[/bold] · {target.type} · {target.surface}", highlight=False)
+    console.print(
+        Text.assemble("\n", (f"seq {target.seq}", "bold"), f" · {safe_text(target.type)} · {target.surface}")
+    )
     if target.sources is not None:
         console.print(f"sources: {list(target.sources)}", highlight=False)
     if target.replaced_by is not None:
         console.print(f"replaced by: {target.replaced_by}", highlight=False)
-    console.print(target.text or "(no text)", highlight=False, markup=False)
+    console.print(safe_text(target.text or "(no text)", keep_newlines=True))
 
 
 # -- trace ----------------------------------------------------------------------------------------
@@ -237,18 +256,20 @@ _MAX_NODES_SHOWN = 400
 
 def _print_lineage(lineage: SessionTrace, depth: int) -> None:
     ancestors = list(lineage.ancestors)
-    chain = [escape(a.header.session_id) for a in ancestors[:_MAX_ANCESTORS_SHOWN]]
+    chain = [Text(safe_text(a.header.session_id)) for a in ancestors[:_MAX_ANCESTORS_SHOWN]]
     if len(ancestors) > _MAX_ANCESTORS_SHOWN:
-        chain.append(f"… {len(ancestors) - _MAX_ANCESTORS_SHOWN - 1} more")
-        chain.append(escape(ancestors[-1].header.session_id))
+        chain.append(Text(f"… {len(ancestors) - _MAX_ANCESTORS_SHOWN - 1} more"))
+        chain.append(Text(safe_text(ancestors[-1].header.session_id)))
     if lineage.unresolved_parent_id is not None:
-        missing = escape(lineage.unresolved_parent_id)
-        chain.append(f"[yellow]{missing} (missing or outside the scope)[/yellow]")
-    state = "complete" if lineage.complete else "[yellow]incomplete[/yellow]"
-    console.print(f"ancestors ({state}): {' ← '.join(chain) if chain else 'none'}", highlight=False)
+        missing = safe_text(lineage.unresolved_parent_id)
+        chain.append(Text(f"{missing} (missing or outside the scope)", style="yellow"))
+    state = Text("complete") if lineage.complete else Text("incomplete", style="yellow")
+    line = Text.assemble("ancestors (", state, "): ")
+    line.append_text(Text(" ← ").join(chain) if chain else Text("none"))
+    console.print(line)
     if lineage.root is not None:
-        console.print(f"root: {escape(lineage.root.header.session_id)}", highlight=False)
-    tree = Tree(_session_label(lineage.target) + "  [dim](target)[/dim]")
+        console.print(f"root: {safe_text(lineage.root.header.session_id)}")
+    tree = Tree(Text.assemble(_session_label(lineage.target), ("  (target)", "dim")))
     branches: dict[int, Tree] = {0: tree}
     shown = hidden = 0
     for node in lineage.descendants:
@@ -261,13 +282,13 @@ def _print_lineage(lineage: SessionTrace, depth: int) -> None:
     console.print(tree)
     if hidden:
         more = f"… {hidden} more descendants (deeper than {depth} or past {_MAX_NODES_SHOWN})"
-        console.print(f"[dim]{more}[/dim]")
+        console.print(Text(more, style="dim"))
 
 
 def _print_event_trace(traced: EventTraceResult) -> None:
     target = traced.target
-    where = f"{escape(traced.header.session_id)} · seq {target.seq}"
-    console.print(f"[bold]{where}[/bold] · {target.type} · {target.surface}", highlight=False)
+    where = f"{safe_text(traced.header.session_id)} · seq {target.seq}"
+    console.print(Text.assemble((where, "bold"), f" · {safe_text(target.type)} · {target.surface}"))
     table = Table()
     table.add_column("Edge")
     table.add_column("Seqs", overflow="fold")
@@ -281,4 +302,4 @@ def _print_event_trace(traced: EventTraceResult) -> None:
     table.add_row("sources (cited by this event)", seqs(traced.source_event_seqs))
     table.add_row("derived (events citing this one)", seqs(traced.derived_event_seqs))
     console.print(table)
-    console.print(target.text or "(no text)", highlight=False, markup=False)
+    console.print(safe_text(target.text or "(no text)", keep_newlines=True))

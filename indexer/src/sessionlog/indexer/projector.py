@@ -53,8 +53,29 @@ class SessionProjection:
     header_hash: str | None = None
     fold: SurfaceState = field(default_factory=SurfaceState)
     last_activity: str | None = None
-    seq_gaps: int = 0
+    #: Seqs below ``next_seq`` not seen yet, as ``[start, end)`` ranges in order: a late seq that
+    #: falls in one fills the gap (a new entry, not a replay).
+    missing: list[tuple[int, int]] = field(default_factory=list)
     dirty: bool = False
+
+    @property
+    def seq_gaps(self) -> int:
+        """How many seqs below the last folded one have not been seen."""
+        return sum(end - start for start, end in self.missing)
+
+    @property
+    def entry_count(self) -> int:
+        """Distinct seqs projected so far."""
+        return self.next_seq - self.seq_gaps
+
+    def _fill(self, seq: int) -> bool:
+        """Take ``seq`` out of the missing ranges; whether it was missing."""
+        for i, (start, end) in enumerate(self.missing):
+            if start <= seq < end:
+                pieces = [(a, b) for a, b in ((start, seq), (seq + 1, end)) if a < b]
+                self.missing[i : i + 1] = pieces
+                return True
+        return False
 
     @property
     def next_seq(self) -> int:
@@ -79,9 +100,12 @@ class SessionProjection:
         if record.seq < self.next_seq:
             state = self.fold.classification_of(record.seq)
             doc = event_document(record, surface_state=state, partition=partition, offset=offset)
-            return EventOutcome(self._create(record, doc), (), True, ())
+            filled = self._fill(record.seq)
+            if filled:
+                self._touch(record)
+            return EventOutcome(self._create(record, doc), (), not filled, ())
         if record.seq > self.next_seq:
-            self.seq_gaps += record.seq - self.next_seq
+            self.missing.append((self.next_seq, record.seq))
         step = self.fold.apply(FoldEvent.from_record(record))
         doc = event_document(record, surface_state=step.classification, partition=partition, offset=offset)
         updates = tuple(
@@ -94,11 +118,14 @@ class SessionProjection:
             )
             for seq in step.shadowed
         )
+        self._touch(record)
+        return EventOutcome(self._create(record, doc), updates, False, step.violations)
+
+    def _touch(self, record: EventRecord) -> None:
         # Compare instants, not strings: agents may write times with different UTC offsets.
         if self.last_activity is None or record.time > datetime.fromisoformat(self.last_activity):
             self.last_activity = record.time.isoformat()
         self.dirty = True
-        return EventOutcome(self._create(record, doc), updates, False, step.violations)
 
     def _create(self, record: EventRecord, doc: dict[str, Any]) -> Action:
         return Action("create", "events", record.doc_id, self.session_id, doc)
@@ -118,7 +145,7 @@ class SessionProjection:
         body.update(
             {
                 "last_seq": last if last is not None else -1,
-                "entry_count": 0 if last is None else last + 1 - self.seq_gaps,
+                "entry_count": self.entry_count,
                 "last_activity": self.last_activity,
                 "surface_valid": not violations,
                 "violations": [
@@ -139,7 +166,6 @@ class SessionProjection:
         if session_doc:
             state.workspace_id = session_doc.get("workspace_id")
             state.last_activity = session_doc.get("last_activity")
-            state.seq_gaps = int(session_doc.get("seq_gaps") or 0)
             if session_doc.get("has_header"):
                 header: dict[str, Any] = {
                     k: session_doc.get(k)
@@ -159,7 +185,11 @@ class SessionProjection:
                 }
                 state.header = header
                 state.header_hash = repr(sorted(header.items()))
+        expected = 0
         for event in events:
+            if event.seq > expected:
+                state.missing.append((expected, event.seq))
+            expected = max(expected, event.seq + 1)
             state.fold.apply(event)
         return state
 

@@ -8,6 +8,8 @@ from typing import Any
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sessionlog.ingest.redact import redact_secrets
+
 __all__ = ["IndexerSettings", "OpenSearchSettings"]
 
 
@@ -32,8 +34,13 @@ class OpenSearchSettings(BaseSettings):
         for url in value.split(","):
             url = url.strip()
             if not (url.startswith("http://") or url.startswith("https://")) or len(url) < 10:
-                raise ValueError(f"expected http(s)://host:port, got {url!r}")
+                raise ValueError(f"expected http(s)://host:port, got {redact_secrets(url)!r}")
         return value
+
+    def __repr_args__(self) -> Any:
+        # Settings reprs end up in logs and tracebacks: never with the URL's password.
+        for name, value in super().__repr_args__():
+            yield name, redact_secrets(value) if isinstance(value, str) else value
 
     @field_validator("ca_certs")
     @classmethod

@@ -150,8 +150,10 @@ def describe_settings_error(err: Exception) -> str:
     """One line naming the environment variable of the first invalid setting."""
     from pydantic import ValidationError
 
+    from sessionlog.ingest.redact import redact_secrets
+
     if not isinstance(err, ValidationError):
-        return str(err)
+        return redact_secrets(str(err))
     first = err.errors(include_url=False)[0]
     field = ".".join(str(p) for p in first["loc"]) or "?"
     prefixes = {
@@ -162,4 +164,4 @@ def describe_settings_error(err: Exception) -> str:
     }
     prefix = prefixes.get(err.title, "SESSIONLOG_")
     message = str(first["msg"]).removeprefix("Value error, ")
-    return f"invalid setting {prefix}{field.upper()}: {message}"
+    return redact_secrets(f"invalid setting {prefix}{field.upper()}: {message}")

@@ -7,6 +7,7 @@ it validates and encodes, it never touches the network.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
@@ -71,17 +72,38 @@ KNOWN_EVENT_TYPES: Final = frozenset(
 
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
 EventType = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}$")]
-ShortText = Annotated[str, StringConstraints(max_length=512)]
 AttrKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
-#: Integers are bounded to what the JSON encoder can write (64 bits); floats must be finite (JSON has
-#: no NaN or infinity, so the encoder would silently write ``null``).
-AttrValue = (
-    Annotated[str, StringConstraints(max_length=1024)]
-    | Annotated[int, Field(ge=-(2**63), lt=2**64)]
+_INT_MIN: Final = -(2**63)
+_INT_END: Final = 2**64
+
+
+def _no_nul(text: str) -> str:
+    # NUL ends strings in C-based consumers and terminals; the projection and queries refuse it too.
+    if "\x00" in text:
+        raise ValueError("must not contain NUL (U+0000)")
+    return text
+
+
+ShortText = Annotated[str, StringConstraints(max_length=512), AfterValidator(_no_nul)]
+
+
+def _exact_int(value: Any) -> Any:
+    # Checked before the union: an out-of-range int would otherwise validate as a (lossy) float.
+    if type(value) is int and not _INT_MIN <= value < _INT_END:
+        raise ValueError("integer out of the 64-bit range [-2^63, 2^64) (send it as a string)")
+    return value
+
+
+#: Integers are bounded to what the JSON encoder can write (64 bits) and never turned into floats;
+#: floats must be finite (JSON has no NaN or infinity, so the encoder would silently write ``null``).
+AttrValue = Annotated[
+    Annotated[str, StringConstraints(max_length=1024), AfterValidator(_no_nul)]
+    | int
     | Annotated[float, Field(allow_inf_nan=False)]
     | bool
-    | None
-)
+    | None,
+    BeforeValidator(_exact_int),
+]
 
 
 def _parse_time(value: Any) -> Any:
@@ -99,7 +121,7 @@ Time = Annotated[AwareDatetime, BeforeValidator(_parse_time)]
 def _no_nul_and_bounded(text: str) -> str:
     if len(text.encode("utf-8", errors="strict")) > MAX_TEXT_BYTES:
         raise ValueError(f"text is longer than {MAX_TEXT_BYTES} UTF-8 bytes")
-    return text
+    return _no_nul(text)
 
 
 BoundedText = Annotated[str, AfterValidator(_no_nul_and_bounded)]
@@ -231,9 +253,27 @@ def decode_record(value: bytes) -> HeaderRecord | EventRecord:
         raise RecordRejected("record", f"record is {len(value)} bytes, over the {MAX_RECORD_BYTES} byte cap")
     try:
         data = orjson.loads(value)
-    except orjson.JSONDecodeError as err:
+        if _maybe_big_int(data):
+            # orjson reads integers past 64 bits as floats; the standard parser keeps them exact, so
+            # validation rejects them instead of storing a rounded number.
+            data = json.loads(value)
+    except (orjson.JSONDecodeError, ValueError, RecursionError) as err:
         raise RecordRejected("record", f"not valid UTF-8 JSON: {err}") from None
     return parse_record(data)
+
+
+def _maybe_big_int(data: Any) -> bool:
+    """Whether a decoded record holds a float as large as a 64-bit integer (top level or attrs)."""
+    if not isinstance(data, dict):
+        return False
+    values = list(data.values())
+    attrs = data.get("attrs")
+    if isinstance(attrs, dict):
+        values.extend(attrs.values())
+    sources = data.get("sources")
+    if isinstance(sources, list):
+        values.extend(sources)
+    return any(type(v) is float and abs(v) >= 2**63 for v in values)
 
 
 def encode_record(record: HeaderRecord | EventRecord) -> bytes:
