@@ -263,8 +263,10 @@ def test_search_text_and_json(cli: Any, pipeline: Pipeline) -> None:
 
     scoped = cli("search", "forecast", "--session", "s-1", "--json")
     assert scoped.code == 0 and all(m["session_id"] == "s-1" for m in orjson.loads(scoped.stdout)["matches"])
+    # An unknown workspace is said plainly (exit 1), in JSON on stdout with --json.
     other = cli("search", "forecast", "--workspace", "ws-elsewhere", "--json")
-    assert other.code == 0 and orjson.loads(other.stdout)["matches"] == []
+    assert other.code == 1
+    assert orjson.loads(other.stdout)["error"]["code"] == "SESSIONLOG_WORKSPACE_NOT_FOUND"
 
 
 # -- dead letters ----------------------------------------------------------------------------------
