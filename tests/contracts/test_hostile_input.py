@@ -45,6 +45,8 @@ BLOCKED_S: Final = 20.0
 TIME: Final = "2026-03-01T10:00:00Z"
 SECRET_WORD: Final = "zyzzyva"
 SECRET_SESSIONS: Final = ("secret-1", "secret-2")
+#: In every secret entry's text (and in no query the strategies draw, so an echo cannot fake it).
+SECRET_TEXT: Final = " of secret-"
 PUBLIC: Final = {"ws-a": ("a-1", "a-2", "a-3"), "ws-b": ("b-1",)}
 EVENTS_PER_SESSION: Final = 6
 WORDS: Final = ("zebra", "forecast", "Zürich", "naïve", "quarterly", "résumé", "[/x]", "migration")
@@ -112,10 +114,10 @@ class World:
         self.env = env
         self.blocked: list[str] = []
 
-    def timed(self, what: str, call: Callable[[], Any]) -> Any:
+    def timed(self, what: str, call: Callable[..., Any], *args: Any) -> Any:
         started = time.monotonic()
         try:
-            return call()
+            return call(*args)
         finally:
             took = time.monotonic() - started
             if took > BLOCKED_S:
@@ -299,9 +301,9 @@ def test_good_records_around_bad_ones_are_all_stored(world: World) -> None:
         for i, bad in enumerate(hostile):
             record = _event("ws-a", "around-bad", i, f"good {i} zebra")
             good.append(record)
-            world.timed("append", lambda r=record: log.append(r))
+            world.timed("append", log.append, record)
             try:
-                world.timed("append", lambda b=bad: log.append(b))
+                world.timed("append", log.append, bad)
             except RecordRejected:
                 rejected += 1
         log.flush(timeout=60)
@@ -333,6 +335,10 @@ def _seeded_hostile(rng: random.Random) -> list[Any]:
 # -- the provider ----------------------------------------------------------------------------------
 @st.composite
 def _requests(draw: st.DrawFn) -> dict[str, Any]:
+    if draw(st.integers(0, 4)) == 0:
+        # Wrongly typed fields (issue 13 item 5): must be SessionQueryError, never coerced.
+        name = draw(st.sampled_from(["query", "limit", "excerpt_bytes", "kinds", "session_id"]))
+        return {name: draw(st.sampled_from([None, True, 2.5, 1.0, "10", [1], {"a": 1}, b"x", 10**30]))}
     return {
         "query": draw(_text),
         "session_id": draw(st.one_of(st.none(), _session_ids)),
@@ -356,19 +362,26 @@ def test_search_raises_only_typed_errors_and_stays_in_scope(
     world: World, fields: dict[str, Any], workspace: str
 ) -> None:
     provider = _provider(world, workspace)
+
+    def search() -> Any:
+        return provider.search(SessionQueryRequest(**fields))
+
     try:
-        request = SessionQueryRequest(**fields)
-    except ValidationError:
-        return  # the request model refused it before any provider saw it
-    try:
-        result = world.timed("search", lambda: provider.search(request))
+        result = world.timed("search", search)
     except SessionQueryError as err:
         assert err.code.startswith("SESSION_QUERY_")
+        return
+    except (ValidationError, TypeError) as err:
+        # Issue 13 item 5 (the query-core helper's fix): a wrongly typed request field escapes as
+        # a pydantic/TypeError instead of INVALID_QUERY/INVALID_LIMIT.
+        _GAPS.setdefault(id(world), []).append(f"request {fields!r:.60}: {type(err).__name__}")
         return
     _search_matches_in_scope(result, _in_workspace(workspace))
 
 
 _PROVIDERS: dict[tuple[int, str], Any] = {}
+#: Per backend: inputs that met a known, open defect another change fixes (reported, not hidden).
+_GAPS: dict[int, list[str]] = {}
 
 
 def _provider(world: World, workspace: str) -> Any:
@@ -382,9 +395,8 @@ def test_secret_sessions_are_never_found_from_another_workspace(world: World) ->
     provider = _provider(world, "ws-a")
     for sid in (*SECRET_SESSIONS, None):
         try:
-            result = world.timed(
-                "search", lambda s=sid: provider.search(SessionQueryRequest(session_id=s, query=SECRET_WORD))
-            )
+            request = SessionQueryRequest(session_id=sid, query=SECRET_WORD)
+            result = world.timed("search", provider.search, request)
         except SessionQueryError as err:
             assert sid is not None and err.code == "SESSION_QUERY_SESSION_NOT_FOUND"
         else:
@@ -432,9 +444,6 @@ def test_reads_raise_only_typed_errors_and_stay_in_scope(
 
 
 # -- the model-tool adapters -----------------------------------------------------------------------
-_CRASHES: dict[int, list[str]] = {}
-
-
 @_settings("tools")
 @given(
     adapter=st.sampled_from(["run", "openai", "anthropic", "mcp"]),
@@ -460,19 +469,21 @@ def test_tool_adapters_answer_every_call(world: World, adapter: str, arguments: 
         return
     except (AttributeError, TypeError, ValueError) as err:
         # Issue 13 item 2 (the tools helper's fix): a non-object argument crashes an adapter.
-        _CRASHES.setdefault(id(world), []).append(
-            f"{adapter}({arguments!r:.60}): {type(err).__name__}: {err}"
+        _GAPS.setdefault(id(world), []).append(
+            f"tool {adapter}({arguments!r:.60}): {type(err).__name__}: {err}"
         )
         return
     text = answer if isinstance(answer, str) else json.dumps(answer, default=str)
-    assert SECRET_WORD not in text and "secret-" not in text
+    assert SECRET_TEXT not in text
 
 
-def test_no_tool_adapter_crashed(world: World) -> None:
-    """Reports the crashes the generated tool calls found (runs after them, in file order)."""
-    crashes = _CRASHES.get(id(world), [])
-    if crashes:
-        pytest.xfail(f"{len(crashes)} tool adapter crashes (issue 13 item 2), e.g. {crashes[:3]}")
+def test_no_known_gaps_were_met(world: World) -> None:
+    """Reports the inputs that met an open defect of issue 13 (item 2: tool adapters crash on a
+    non-object argument; item 5: a wrongly typed request field is not a SessionQueryError). Runs
+    after the generated tests of its backend (file order); an xfail lists them until fixed."""
+    gaps = _GAPS.get(id(world), [])
+    if gaps:
+        pytest.xfail(f"{len(gaps)} inputs met open issue-13 defects, e.g. {gaps[:4]}")
 
 
 # -- the CLI ---------------------------------------------------------------------------------------
@@ -533,7 +544,7 @@ def test_cli_commands_exit_cleanly(world: World, args: list[str], stdin: list[An
         orjson.loads(result.stdout)  # --json: JSON on stdout, errors included
     scoped_to_a = "-w" in args and args[args.index("-w") + 1] == "ws-a"
     if result.exit_code == 0 and (args[0] == "search" and scoped_to_a):
-        assert SECRET_WORD not in result.stdout and "secret-" not in result.stdout
+        assert SECRET_TEXT not in result.stdout
 
 
 def test_the_suite_is_large_enough() -> None:
