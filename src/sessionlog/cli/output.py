@@ -106,14 +106,6 @@ def _class_code(err: BaseException) -> str:
 def errors(as_json: bool = False) -> Iterator[None]:
     """Turn every typed error into one line (or one JSON object) and its exit status; a traceback
     only with ``--debug``. Anything else is a bug and keeps its traceback."""
-    from pydantic import ValidationError
-
-    from sessionlog.indexer.errors import IndexerError
-    from sessionlog.ingest.errors import IngestError
-    from sessionlog.ingest.settings import describe_settings_error
-    from sessionlog.logging_setup import LoggingConfigError
-    from sessionlog.query.errors import SessionQueryError
-
     try:
         yield
     except typer.Exit:
@@ -121,6 +113,15 @@ def errors(as_json: bool = False) -> Iterator[None]:
     except Exception as err:
         if state["debug"]:
             raise
+        # Imported here: the error types of every package, without importing them on success.
+        from pydantic import ValidationError
+
+        from sessionlog.indexer.errors import IndexerError
+        from sessionlog.ingest.errors import IngestError
+        from sessionlog.ingest.settings import describe_settings_error
+        from sessionlog.logging_setup import LoggingConfigError
+        from sessionlog.query.errors import SessionQueryError
+
         if isinstance(err, SessionQueryError):
             exit_code = EXIT_USAGE if err.code in USAGE_QUERY_CODES else EXIT_FAILED
             fail(err.message, exit_code, as_json=as_json, code=err.code, retriable=err.retriable)

@@ -253,27 +253,22 @@ def decode_record(value: bytes) -> HeaderRecord | EventRecord:
         raise RecordRejected("record", f"record is {len(value)} bytes, over the {MAX_RECORD_BYTES} byte cap")
     try:
         data = orjson.loads(value)
-        if _maybe_big_int(data):
+        if _big_float_attr(data):
             # orjson reads integers past 64 bits as floats; the standard parser keeps them exact, so
-            # validation rejects them instead of storing a rounded number.
+            # validation rejects them instead of storing a rounded number. Only attrs matter: every
+            # other numeric field is a strict integer and rejects the float anyway.
             data = json.loads(value)
     except (orjson.JSONDecodeError, ValueError, RecursionError) as err:
         raise RecordRejected("record", f"not valid UTF-8 JSON: {err}") from None
     return parse_record(data)
 
 
-def _maybe_big_int(data: Any) -> bool:
-    """Whether a decoded record holds a float as large as a 64-bit integer (top level or attrs)."""
-    if not isinstance(data, dict):
+def _big_float_attr(data: Any) -> bool:
+    """Whether a decoded record's attrs hold a float as large as a 64-bit integer."""
+    attrs = data.get("attrs") if type(data) is dict else None
+    if type(attrs) is not dict:
         return False
-    values = list(data.values())
-    attrs = data.get("attrs")
-    if isinstance(attrs, dict):
-        values.extend(attrs.values())
-    sources = data.get("sources")
-    if isinstance(sources, list):
-        values.extend(sources)
-    return any(type(v) is float and abs(v) >= 2**63 for v in values)
+    return any(type(v) is float and not -(2.0**63) < v < 2.0**64 for v in attrs.values())
 
 
 def encode_record(record: HeaderRecord | EventRecord) -> bytes:
