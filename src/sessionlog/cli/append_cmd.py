@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, Final
 import typer
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
+    DownloadColumn,
     Progress,
     TaskProgressColumn,
     TextColumn,
@@ -104,7 +104,7 @@ class _Meter:
                 TextColumn("{task.fields[rate]} rec/s"),
             ]
             if total_bytes:
-                columns[2:2] = [TaskProgressColumn(), MofNCompleteColumn()]
+                columns[2:2] = [TaskProgressColumn(), DownloadColumn()]
                 columns.append(TimeRemainingColumn())
             else:
                 columns.append(TimeElapsedColumn())

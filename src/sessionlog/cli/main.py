@@ -278,7 +278,12 @@ def bench(ctx: typer.Context) -> None:
     if not (root / "tests" / "benchmarks" / "run.py").is_file():
         _fail("the benchmarks live in the source checkout (tests/benchmarks); run from a clone", 2)
     args = list(ctx.args)
-    modules = {"pipeline": "bench_pipeline", "append": "bench_append", "reads": "bench_reads"}
+    modules = {
+        "pipeline": "bench_pipeline",
+        "append": "bench_append",
+        "reads": "bench_reads",
+        "cli-append": "bench_cli_append",
+    }
     if args and args[0] in modules:
         module, args = f"tests.benchmarks.{modules[args[0]]}", args[1:]
     else:
