@@ -134,4 +134,5 @@ def test_append_index_and_search_commands_use_the_embedded_backend(clean_env: Pa
     body = orjson.loads(found.output)
     assert [(m["session_id"], m["seq"]) for m in body["matches"]] == [("cli-1", 0)]
     refused = runner.invoke(app, ["search", "x", "--workspace", "ws-c", "--limit", "0"])
-    assert refused.exit_code == 1 and "SESSION_QUERY_INVALID_LIMIT" in refused.output
+    # A bad argument is bad usage (exit 2, docs/errors.md "Command line"), not a failed operation.
+    assert refused.exit_code == 2 and "SESSION_QUERY_INVALID_LIMIT" in refused.output
