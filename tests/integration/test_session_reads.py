@@ -681,7 +681,7 @@ def test_cli_commands(loaded: Pipeline, monkeypatch: pytest.MonkeyPatch) -> None
     assert "4, 8" in run("trace", "s47", "3")
     missing = orjson.loads(run("read", "ghost", "0", "--json", code=1))
     assert missing["error"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
-    assert "SESSION_QUERY_INVALID_WINDOW" in run("read", "basic", "0", "--before", "99", code=1)
+    assert "SESSION_QUERY_INVALID_WINDOW" in run("read", "basic", "0", "--before", "99", code=2)
     assert "SESSION_QUERY_INVALID_SURFACE" in run("trace", "bad-gap", "0", "-w", "ws-bad", code=1)
     run("sessions", code=2)
     run("sessions", "-w", "a", "-s", "b", code=2)

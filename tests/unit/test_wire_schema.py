@@ -25,6 +25,11 @@ VALIDATOR = jsonschema.Draft202012Validator(wire_json_schema())
 DROP = object()
 
 
+def _text(max_size: int) -> st.SearchStrategy[str]:
+    """Text a valid record may hold: anything but NUL (and lone surrogates, which JSON cannot carry)."""
+    return st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=max_size)
+
+
 def event(**changes: Any) -> dict[str, Any]:
     record: dict[str, Any] = {
         "v": 1,
@@ -172,6 +177,9 @@ BAD = {
     "time words": header(created_at="yesterday"),
     "text number": event(text=5),
     "text over 1 MiB characters": event(text="a" * (MAX_TEXT_BYTES + 1)),
+    "text with NUL": event(text="a\x00b"),
+    "title with NUL": header(title="\x00"),
+    "attrs string with NUL": event(attrs={"k": "\x00"}),
     "tool_name long": event(type="tool/call", surface=DROP, tool_name="t" * 513),
     "surface missing": event(surface=DROP),
     "surface null on a surface type": event(type="tool/result", surface=None),
@@ -265,7 +273,7 @@ times = st.builds(
     st.integers(-23 * 60 - 59, 23 * 60 + 59),
 )
 scalars = st.one_of(
-    st.text(max_size=30),
+    _text(max_size=30),
     st.integers(-(2**63), 2**64 - 1),
     st.booleans(),
     st.none(),
@@ -281,7 +289,7 @@ def records(draw: st.DrawFn) -> dict[str, Any]:
             "parent_session_id": ids,
             "seed_length": safe_ints,
             "delegation_depth": safe_ints,
-            "title": st.text(max_size=512),
+            "title": _text(max_size=512),
         }.items():
             if draw(st.booleans()):
                 record[name] = draw(strategy)
@@ -304,8 +312,8 @@ def records(draw: st.DrawFn) -> dict[str, Any]:
     optional = {
         "turn": safe_ints,
         "role": st.sampled_from(["system", "user", "assistant", "tool"]),
-        "text": st.text(max_size=200),
-        "tool_name": st.text(max_size=512),
+        "text": _text(max_size=200),
+        "tool_name": _text(max_size=512),
         "sources": st.lists(safe_ints, max_size=10),
         "attrs": st.dictionaries(
             st.from_regex(r"[A-Za-z0-9_.:-]{1,64}", fullmatch=True), scalars, max_size=8

@@ -84,7 +84,9 @@ def _no_nul(text: str) -> str:
     return text
 
 
-ShortText = Annotated[str, StringConstraints(max_length=512), AfterValidator(_no_nul)]
+#: How the JSON Schema says "no NUL" (the models check it with a clearer message than a pattern's).
+_NO_NUL_SCHEMA: Final = Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})
+ShortText = Annotated[str, StringConstraints(max_length=512), AfterValidator(_no_nul), _NO_NUL_SCHEMA]
 
 
 def _exact_int(value: Any) -> Any:
@@ -97,8 +99,8 @@ def _exact_int(value: Any) -> Any:
 #: Integers are bounded to what the JSON encoder can write (64 bits) and never turned into floats;
 #: floats must be finite (JSON has no NaN or infinity, so the encoder would silently write ``null``).
 AttrValue = Annotated[
-    Annotated[str, StringConstraints(max_length=1024), AfterValidator(_no_nul)]
-    | int
+    Annotated[str, StringConstraints(max_length=1024), AfterValidator(_no_nul), _NO_NUL_SCHEMA]
+    | Annotated[int, Field(ge=_INT_MIN, lt=_INT_END)]
     | Annotated[float, Field(allow_inf_nan=False)]
     | bool
     | None,
@@ -124,7 +126,7 @@ def _no_nul_and_bounded(text: str) -> str:
     return _no_nul(text)
 
 
-BoundedText = Annotated[str, AfterValidator(_no_nul_and_bounded)]
+BoundedText = Annotated[str, AfterValidator(_no_nul_and_bounded), _NO_NUL_SCHEMA]
 
 
 class _Strict(BaseModel):
