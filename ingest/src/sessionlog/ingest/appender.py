@@ -20,31 +20,32 @@ import contextlib
 import heapq
 import logging
 import os
-import re
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
 from kafka import KafkaProducer
-from kafka import errors as kafka_errors
 from kafka.errors import KafkaError
 
 from sessionlog.ingest.errors import (
     AppenderClosed,
     BufferFull,
     IngestError,
+    LogRefused,
     LogUnavailable,
     RecordRejected,
     SessionBusy,
     SpoolFull,
 )
-from sessionlog.ingest.live import LiveLog
-from sessionlog.ingest.session import LastSeqLookup, SessionWriter
+from sessionlog.ingest.kafka_errors import is_permanent, translate_kafka_error
+from sessionlog.ingest.live import LiveEntry, LiveLog
+from sessionlog.ingest.records import AppendHandle, Position
+from sessionlog.ingest.session import LastSeqLookup, SessionWriter, WriterRegistry
 from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
 from sessionlog.ingest.spool import Spool, encode_frame, open_slot
 from sessionlog.ingest.wire import (
@@ -68,110 +69,9 @@ __all__ = [
 
 log = logging.getLogger("sessionlog.ingest.appender")
 
-_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _BATCH_RECORDS = 512
 _BATCH_BYTES = 1024 * 1024
 _LAST_SEQS_MAX = 100_000
-#: Errors after which re-sending the same record cannot succeed.
-_FATAL: tuple[type[BaseException], ...] = tuple(
-    cls
-    for cls in (
-        getattr(kafka_errors, name, None)
-        for name in (
-            "MessageSizeTooLargeError",
-            "RecordListTooLargeError",
-            "InvalidTopicError",
-            "AuthorizationError",
-            "AuthenticationFailedError",
-            "InvalidRecordError",
-            "UnsupportedForMessageFormatError",
-        )
-    )
-    if isinstance(cls, type)
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where a record landed in the log."""
-
-    partition: int
-    offset: int
-
-
-class AppendHandle:
-    """A pending append: :meth:`result` waits for the broker's acknowledgement."""
-
-    __slots__ = ("__weakref__", "_done", "_error", "_event", "_position", "record")
-    #: Guards the lazy creation of ``_event``: most handles are never waited on, and an Event
-    #: (a Condition and two locks) would cost the caller more than the rest of ``append``.
-    _guard = threading.Lock()
-
-    def __init__(self, record: HeaderRecord | EventRecord) -> None:
-        self.record = record
-        self._done = False
-        self._event: threading.Event | None = None
-        self._position: Position | None = None
-        self._error: IngestError | None = None
-
-    def done(self) -> bool:
-        """Whether the append was acknowledged or failed for good."""
-        return self._done
-
-    def _wait(self, timeout: float | None) -> bool:
-        if self._done:
-            return True
-        with AppendHandle._guard:
-            if self._done:
-                return True
-            if self._event is None:
-                self._event = threading.Event()
-            event = self._event
-        return event.wait(timeout)
-
-    def result(self, timeout: float | None = 30.0) -> Position:
-        """The record's position once the broker acknowledged it (all in-sync replicas).
-
-        Raises :class:`LogUnavailable` when that did not happen within ``timeout`` (the record is
-        still queued or spooled and will be sent later) or when the appender was closed before.
-        """
-        if not self._wait(timeout):
-            raise LogUnavailable(
-                f"broker did not acknowledge {self.record.session_id} within {timeout}s "
-                "(the entry stays queued/spooled)"
-            )
-        if self._error is not None:
-            raise self._error
-        assert self._position is not None
-        return self._position
-
-    def exception(self, timeout: float | None = 30.0) -> IngestError | None:
-        """The error the append ended with (None when acknowledged). Waits like :meth:`result`."""
-        try:
-            self.result(timeout)
-        except IngestError as err:
-            return err
-        return None
-
-    def _finish(self, position: Position | None, error: IngestError | None) -> None:
-        with AppendHandle._guard:
-            if self._done:
-                return
-            self._position, self._error = position, error
-            self._done = True
-            event = self._event
-        if event is not None:
-            event.set()
-
-    def _resolve(self, position: Position) -> None:
-        self._finish(position, None)
-
-    def _fail(self, error: IngestError) -> None:
-        self._finish(None, error)
-
-    def __repr__(self) -> str:
-        state = "pending" if not self._done else (self._position or self._error)
-        return f"AppendHandle({self.record.session_id!r}, {state})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,8 +230,7 @@ class Appender:
         self._crashed: BaseException | None = None
         self._closing = self._closed
         self._abort = False
-        self._writers_lock = threading.Lock()
-        self._writers: weakref.WeakValueDictionary[str, SessionWriter] = weakref.WeakValueDictionary()
+        self._writer_registry = WriterRegistry()
         self._last_seqs: dict[str, int] = {}
         self._live_headers: dict[str, HeaderRecord] = {}
         self._throttle = _Throttle()
@@ -345,6 +244,11 @@ class Appender:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def topic(self) -> str:
+        """The Kafka topic this appender writes to."""
+        return self.settings.topic
 
     @property
     def spool_dir(self) -> str | None:
@@ -367,6 +271,8 @@ class Appender:
     def _check_usable_locked(self) -> None:
         if self._closing or self._closed:
             raise AppenderClosed("append after close()")
+        if isinstance(self._crashed, IngestError):
+            raise self._crashed
         if self._crashed is not None:
             raise LogUnavailable(f"the appender's sender thread failed: {self._crashed!r}")
 
@@ -424,22 +330,35 @@ class Appender:
         return self._submit(self._coerce(record), writer=None)
 
     def append_header(self, header: HeaderRecord | Mapping[str, Any]) -> AppendHandle:
+        """:meth:`append` for a session header (an event is refused)."""
         parsed = self._coerce(header)
         if not isinstance(parsed, HeaderRecord):
             raise RecordRejected("kind", "append_header needs a header record")
         return self.append(parsed)
 
+    def append_many(
+        self, records: Iterable[HeaderRecord | EventRecord | Mapping[str, Any] | bytes]
+    ) -> list[AppendHandle]:
+        """Validate every record first (one bad record: nothing is queued), then queue them in
+        order. Each is acknowledged on its own; a session's records keep their order."""
+        parsed = [self._coerce(r) for r in records]
+        for record in parsed:
+            value = encode_record(record)
+            if len(value) > MAX_RECORD_BYTES:
+                raise RecordRejected(
+                    "record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}"
+                )
+        return [self._submit(record, writer=None) for record in parsed]
+
     def _submit(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> AppendHandle:
         value = encode_record(record)
         if len(value) > MAX_RECORD_BYTES:
             raise RecordRejected("record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}")
-        if writer is None:
-            owner = self._writers.get(record.session_id)
-            if owner is not None and not owner.closed and owner._generation == self._generation:
-                raise SessionBusy(
-                    f"session {record.session_id} is owned by a SessionWriter in this process; "
-                    "append through it (appender.session(...)) or close it first"
-                )
+        if writer is None and self._writer_registry.owner(record.session_id, self._generation) is not None:
+            raise SessionBusy(
+                f"session {record.session_id} is owned by a SessionWriter in this process; "
+                "append through it (appender.session(...)) or close it first"
+            )
         seq = record.seq if isinstance(record, EventRecord) else None
         handle = AppendHandle(record)
         item = _Item(-1, encode_key(record), value, seq, handle)
@@ -574,21 +493,9 @@ class Appender:
         process, the spool, and ``last_seq_lookup`` (0 when none knows the session). Raises
         :class:`SessionBusy` when the session already has an open writer in this process.
         """
-        for name, value in (("workspace_id", workspace_id), ("session_id", session_id)):
-            if not isinstance(value, str) or not _ID.match(value):
-                raise RecordRejected(name, f"must match {_ID.pattern}, got {value!r}")
-        if next_seq is not None and (not isinstance(next_seq, int) or not 0 <= next_seq < 2**53):
-            raise RecordRejected("seq", f"next_seq must be an int in [0, 2**53), got {next_seq!r}")
-        with self._writers_lock:
-            with self._lock:
-                self._check_usable_locked()
-            current = self._writers.get(session_id)
-            if current is not None and not current.closed and current._generation == self._generation:
-                raise SessionBusy(f"session {session_id} already has a writer in this process: {current!r}")
-            start = next_seq if next_seq is not None else self._resume_seq(workspace_id, session_id)
-            writer = SessionWriter(self, workspace_id, session_id, start, self._generation)
-            self._writers[session_id] = writer
-            return writer
+        with self._lock:
+            self._check_usable_locked()
+        return self._writer_registry.open(self, workspace_id, session_id, next_seq, self._resume_seq)
 
     def _resume_seq(self, workspace_id: str, session_id: str) -> int:
         known: list[int] = []
@@ -615,9 +522,7 @@ class Appender:
         return max(known) + 1 if known else 0
 
     def _release_writer(self, writer: SessionWriter) -> None:
-        with self._writers_lock:
-            if self._writers.get(writer.session_id) is writer:
-                del self._writers[writer.session_id]
+        self._writer_registry.release(writer)
 
     # -- live view ------------------------------------------------------------------------------
     def live_sessions(self) -> list[str]:
@@ -632,6 +537,10 @@ class Appender:
     def live_events(self, session_id: str) -> list[EventRecord]:
         """Those entries of ``session_id`` in seq order (see :class:`LiveLog`)."""
         return self.live.live_events(session_id)
+
+    def live_entries(self, session_id: str) -> list[LiveEntry]:
+        """Like :meth:`live_events`, each with its position once the broker acknowledged it."""
+        return self.live.live_entries(session_id)
 
     def release_through(self, partition: int, offset: int) -> int:
         """The searchability watermark of ``partition`` reached ``offset``: drop what it covers."""
@@ -683,6 +592,8 @@ class Appender:
             with self._lock:
                 pending = self._pending_locked()
                 crashed = self._crashed
+            if isinstance(crashed, IngestError):
+                raise crashed
             if crashed is not None:
                 raise LogUnavailable(f"the appender's sender thread failed: {crashed!r}")
             raise LogUnavailable(
@@ -802,8 +713,11 @@ class Appender:
                     self._send(batch)
                 else:
                     self._housekeeping()
-        except BaseException as err:  # a bug: make it visible to appenders instead of hanging them
-            log.exception("the appender's sender thread failed")
+        except BaseException as err:  # a refusal or a bug: make it visible instead of hanging appenders
+            if isinstance(err, IngestError):
+                log.error("the appender stopped sending: %s", err)
+            else:
+                log.exception("the appender's sender thread failed")
             with self._lock:
                 self._crashed = err
                 self._idle.notify_all()
@@ -882,6 +796,11 @@ class Appender:
             try:
                 producer = self._producer_factory(producer_config(self.settings, self.options))
             except (KafkaError, OSError) as err:
+                if is_permanent(err):
+                    # Wrong credentials or settings: appends fail with this error from now on.
+                    raise translate_kafka_error(
+                        err, f"Kafka at {self.settings.bootstrap_servers} refused the producer"
+                    ) from err
                 self._throttle.warn(
                     "connect",
                     "Kafka at %s unreachable (%s); entries are queued/spooled, retrying",
@@ -914,7 +833,7 @@ class Appender:
                 with self._lock:
                     if self._inflight.pop(id(item), None) is not None:
                         self._inflight_bytes -= item.size
-                if isinstance(err, _FATAL) or not isinstance(err, KafkaError):
+                if is_permanent(err) or not isinstance(err, KafkaError | OSError):
                     self._fail_item(item, err)
                     continue
                 with self._lock:
@@ -959,13 +878,13 @@ class Appender:
             if self._abort:
                 self._orphans.append(item)
                 return
-            if not isinstance(err, _FATAL):
+            if not is_permanent(err):
                 # The producer gave up on a batch (e.g. its epoch was bumped): send it again.
                 self._redo.append(item)
                 self._redo.sort(key=lambda it: it.ticket)
                 self._counts["resent"] += 1
                 self._work.notify()
-        if not isinstance(err, _FATAL):
+        if not is_permanent(err):
             self._throttle.warn(
                 "resend",
                 "re-sending entries of %s after a delivery failure (%r); "
@@ -977,9 +896,9 @@ class Appender:
         self._fail_item(item, err)
 
     def _fail_item(self, item: _Item, err: BaseException) -> None:
-        error = RecordRejected(
-            "record", f"the broker refused this entry of {item.session_id} for good: {err!r}"
-        )
+        error = translate_kafka_error(err, f"the broker refused this entry of {item.session_id} for good")
+        if not isinstance(error, RecordRejected | LogRefused):
+            error = RecordRejected("record", f"this entry of {item.session_id} cannot be sent: {err!r}")
         with self._lock:
             handle = item.handle
             if item.rid is not None:
