@@ -422,7 +422,10 @@ class SQLiteEntryLog:
             self._closed = True
             conn, self._conn = self._conn, None
         if conn is not None and self._pid == os.getpid():
-            conn.close()
+            try:
+                conn.close()
+            except sqlite3.Error as err:
+                raise translate_sqlite_error(err, f"closing {self.path} failed") from err
 
     def __enter__(self) -> Self:
         return self
