@@ -459,10 +459,10 @@ def test_forked_child_gets_a_fresh_appender(tmp_path: Path, broker: FakeBroker, 
                 os.write(write, bytes([status]))
                 os._exit(0)
         os.close(write)
-        reply = os.read(read, 1)
+        reported = os.read(read, 1)
         os.close(read)
         os.waitpid(pid, 0)
-        assert reply == b"\x00"
+        assert reported == b"\x00"
         # the parent's appender, thread and writer are untouched by the fork
         writer.append(type="turn/start")
         parent.flush(5)
