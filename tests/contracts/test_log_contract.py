@@ -18,6 +18,7 @@ from sessionlog.ingest import (
     SessionBusy,
     parse_record,
 )
+from sessionlog.query import Scope
 
 from . import corpus
 from .conftest import Harness
@@ -187,3 +188,23 @@ def test_the_live_view_holds_appended_events_until_released(harness: Harness) ->
     assert [e.seq for e in log.live_events("log-1")] == [2]
     assert log.release_session_through("log-1", 2) == 1
     assert log.live_sessions() == [] and log.live_headers() == []
+
+
+def test_a_reader_serves_this_processs_unindexed_appends_from_the_live_view(harness: Harness) -> None:
+    log = harness.log()
+    log.append_header(
+        {
+            "v": 1,
+            "kind": "header",
+            "workspace_id": "ws-log",
+            "session_id": "log-live",
+            "created_at": "2026-11-02T09:00:00Z",
+        }
+    )
+    for seq in range(3):
+        log.append(_event(seq, sid="log-live"))
+    log.flush(timeout=60)
+    reader = harness.reader(Scope.workspace("ws-log"), live=log)  # nothing indexed yet
+    window = reader.read_event("log-live", 1, before=1, after=1)
+    assert [(e.seq, e.text) for e in window.events] == [(0, "entry 0"), (1, "entry 1"), (2, "entry 2")]
+    assert window.target.live
