@@ -142,3 +142,17 @@ def test_read_only_opens_never_create_the_file_or_its_folders(tmp_path: Path) ->
         connect(path, create=False)
     assert str(path) in str(err.value) and not err.value.retriable
     assert not path.parent.exists()
+
+
+def test_the_embedded_log_and_the_interface_load_no_kafka_client() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from sessionlog.ingest import EntryLog, Position, SQLiteEntryLog, LogNotFound\n"
+        "import sessionlog.ingest.export, sessionlog.ingest.sqlite_file\n"
+        "assert 'kafka' not in sys.modules, sorted(m for m in sys.modules if m.startswith('kafka'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
