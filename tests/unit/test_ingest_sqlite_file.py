@@ -112,7 +112,7 @@ def test_a_file_of_a_newer_sessionlog_is_refused(tmp_path: Path) -> None:
 def test_an_empty_file_is_claimed_by_a_writer_but_not_by_a_reader(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     path.touch()
-    with pytest.raises(NotASessionlogFile, match="empty"):
+    with pytest.raises(LogNotFound, match="empty"):
         connect(path, create=False)
     assert path.stat().st_size == 0
     connect(path).close()

@@ -10,7 +10,7 @@ sessionlog version from before the identity existed (a ``log`` table of the expe
 application id) is recognised and stamped.
 
 ``connect(path, create=False)`` is the read-only open (search, sessions, read, trace, export): it
-never creates the file or its folders and never writes the header; a missing file is
+never creates the file or its folders and never writes the header; a missing (or empty) file is
 :class:`LogNotFound`. The log, the indexer's view and the query side's readers all open through
 here, and every sqlite3 error that leaves it is one of ingest's typed errors
 (:func:`translate_sqlite_error`).
@@ -180,7 +180,7 @@ def connect(
 
     ``create=True`` (writers: the log, the indexer) creates the file and its folder when missing,
     claims an empty file, and switches it to WAL. ``create=False`` (readers) never creates or
-    writes anything: a missing file is :class:`LogNotFound`, an empty one :class:`NotASessionlogFile`.
+    writes anything: a missing or empty file is :class:`LogNotFound`.
     Either way another application's file is refused (:class:`NotASessionlogFile`) before anything
     is written to it. ``synchronous=NORMAL`` survives a process crash at any point; ``FULL`` also
     survives power loss (an fsync per commit). Raises only :class:`~sessionlog.ingest.errors.IngestError`.
@@ -205,7 +205,7 @@ def connect(
         kind = identify(conn, target)
         if not create:
             if kind == "empty":
-                raise NotASessionlogFile(f"{target} is empty: nothing has been appended to it yet")
+                raise LogNotFound(f"{target} is empty: nothing has been appended to it yet")
         else:
             if kind != "ours":
                 _claim(conn, target)
