@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -218,7 +218,9 @@ def test_hostile_arguments_get_error_results_and_never_another_scopes_data(
         # invalid params, and the server goes on serving.
         for hostile in ([1, 2], "figure", 5, 2.5, True):
             request = types.CallToolRequest.model_construct(
-                params=types.CallToolRequestParams.model_construct(name="session_query", arguments=hostile)
+                params=types.CallToolRequestParams.model_construct(
+                    name="session_query", arguments=cast(Any, hostile)
+                )
             )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
