@@ -41,6 +41,7 @@ class FakeProvider:
         self._lock = threading.Lock()
 
     def search(self, request: SessionQueryRequest) -> SessionQueryResult:
+        limit = request.limit if request.limit is not None else 10
         with self._lock:
             self.requests.append(request)
         if self.error is not None:
@@ -60,9 +61,9 @@ class FakeProvider:
                 created_at=_T0 + timedelta(minutes=seq),
                 score=float(len(words)),
             )
-            for seq, text in hits[: request.limit or 10]
+            for seq, text in hits[:limit]
         )
-        more = len(hits) > (request.limit or 10)
+        more = len(hits) > limit
         return SessionQueryResult(
             matches=matches, searched=len(self.texts), next_cursor="next" if more else None
         )
