@@ -188,7 +188,8 @@ def render_grouped(
             f"(searched {searched} entries):"
         )
     else:
-        header = f"{total} matches in {len(groups)} {sessions} (searched {searched} entries):"
+        hits = "match" if total == 1 else "matches"
+        header = f"{total} {hits} in {len(groups)} {sessions} (searched {searched} entries):"
     lines = [header]
     for session_id, matches in groups:
         best = matches[0]
