@@ -194,3 +194,18 @@ def test_toolset_offers_cross_session_search_for_wider_scopes_only() -> None:
     assert tools is not None and tools.names == ("session_query",)
     with pytest.raises(ValueError, match="duplicate"):
         session_tools(narrow, FakeReader(), names={"session_trace": "session_query"})
+
+
+def test_tool_names_fit_every_api_and_unpinned_workspace_search_says_so() -> None:
+    for bad in ("", "has space", "x" * 65, "naïve", "a.b"):
+        with pytest.raises(SessionQueryError) as caught:
+            EventReadTool(FakeReader(), name=bad)
+        assert caught.value.code == "SESSION_QUERY_INVALID_CONFIG"
+    unpinned = session_tools(PagingProvider())
+    pinned = session_tools(PagingProvider(), session_id="own")
+    assert unpinned is not None and pinned is not None
+    assert (
+        "every session in this workspace"
+        in (unpinned.get("session_query") or EventReadTool(None)).description
+    )
+    assert "this session's own" in (pinned.get("session_query") or EventReadTool(None)).description

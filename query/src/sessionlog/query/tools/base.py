@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_OUTPUT_CHARS", "ModelTool", "bound_output"]
 
+_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: No answer is longer than this many characters (about 12,000 tokens); see :func:`bound_output`.
 DEFAULT_MAX_OUTPUT_CHARS: Final = 48_000
 
@@ -52,8 +54,11 @@ class ModelTool(ABC):
     def __init__(
         self, *, name: str, description: str, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     ) -> None:
-        if not isinstance(name, str) or not name or len(name) > 64:
-            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "a tool name is 1 to 64 characters")
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            # The pattern every LLM API accepts for a function name.
+            raise SessionQueryError(
+                "SESSION_QUERY_INVALID_CONFIG", "a tool name is 1 to 64 letters, digits, '_' or '-'"
+            )
         if (
             isinstance(max_output_chars, bool)
             or not isinstance(max_output_chars, int)

@@ -18,7 +18,7 @@ from sessionlog.query.contract import (
 )
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.render import _echo, render_result
-from sessionlog.query.tools.args import optional_int, optional_str
+from sessionlog.query.tools.args import optional_int, optional_str, parse_object
 from sessionlog.query.tools.base import DEFAULT_MAX_OUTPUT_CHARS, ModelTool
 from sessionlog.query.tools.render import render_grouped
 
@@ -155,8 +155,6 @@ class SessionQueryTool(_SearchBase):
 
     def parse_arguments(self, arguments: object) -> tuple[str, int]:
         """``(query, limit)`` from the model's arguments (limit clamped, spec D7)."""
-        from sessionlog.query.tools.args import parse_object
-
         return self._parse(parse_object(arguments))
 
     def _parse(self, data: dict[str, Any]) -> tuple[str, int]:

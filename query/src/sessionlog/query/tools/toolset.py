@@ -11,7 +11,12 @@ from sessionlog.query.tools import sdk
 from sessionlog.query.tools.base import ModelTool
 from sessionlog.query.tools.errors import ToolError, invalid_arguments
 from sessionlog.query.tools.reading import EventReadTool, EventTraceTool, SessionReads, SessionTraceTool
-from sessionlog.query.tools.search import SessionQueryTool, SessionSearchTool
+from sessionlog.query.tools.search import (
+    SEARCH_DESCRIPTION,
+    WORKSPACE_DESCRIPTION,
+    SessionQueryTool,
+    SessionSearchTool,
+)
 
 if TYPE_CHECKING:
     from anthropic.types import ToolParam as AnthropicToolParam
@@ -141,16 +146,19 @@ def session_tools(
     excluded = tuple(dict.fromkeys([*SELF_TOOL_NAMES, *renamed.values()]))
     tools: list[ModelTool] = []
     if provider is not None:
+        several = _several(getattr(provider, "scope", None))
         tools.append(
             SessionQueryTool(
                 provider,
                 session_id=session_id,
                 name=name("session_query"),
+                # Unpinned over several sessions, it searches them all: say so.
+                description=WORKSPACE_DESCRIPTION if several and session_id is None else SEARCH_DESCRIPTION,
                 max_limit=max_limit,
                 exclude_tools=excluded,
             )
         )
-        if _several(getattr(provider, "scope", None)):
+        if several:
             tools.append(
                 SessionSearchTool(
                     provider,
