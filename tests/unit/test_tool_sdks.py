@@ -5,6 +5,7 @@ SDKs' own param types, and a full round trip (the model's tool call as the SDK p
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,8 @@ import openai
 import pytest
 from anthropic.types import ToolParam as AnthropicToolParam
 from anthropic.types import ToolResultBlockParam
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionToolMessageParam
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 from openai.types.responses.response_input_item_param import FunctionCallOutput
@@ -24,9 +27,10 @@ from pydantic import TypeAdapter
 
 from sessionlog.backend import Backend
 from sessionlog.query import Scope
-from sessionlog.query.tools import Toolset, session_tools
+from sessionlog.query.tools import DEFAULT_MAX_OUTPUT_CHARS, Toolset, session_tools
 
 T0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+TOOL_NAMES = {"session_query", "session_search", "session_event_read", "session_trace", "session_event_trace"}
 
 
 class _AnyText(str):
@@ -340,3 +344,31 @@ def test_unconfigured_tools_answer_not_configured() -> None:
             assert caught.value.code == "SESSION_QUERY_TOOL_NOT_CONFIGURED"
             assert "session query is not configured for this run" in str(caught.value)
     assert session_tools(None, None) is None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+#: Argument objects built from the tools' own property names, so values of every type reach them.
+argument_objects = st.dictionaries(
+    st.sampled_from(["query", "limit", "session_id", "seq", "before", "after", "kinds", "cursor"]),
+    json_values,
+    max_size=5,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.sampled_from(sorted(TOOL_NAMES)), arguments=json_values | argument_objects, as_text=st.booleans()
+)
+def test_generated_arguments_get_a_text_or_a_typed_error(
+    toolset: Toolset, name: str, arguments: Any, as_text: bool
+) -> None:
+    sent: Any = json.dumps(arguments) if as_text else arguments
+    text, failed = toolset.answer(name, sent)
+    assert isinstance(text, str) and len(text) <= DEFAULT_MAX_OUTPUT_CHARS
+    if failed:
+        assert re.search(r"\((SESSION_QUERY_[A-Z_]+)\)", text), text
+    assert "their secret figure is 99" not in text  # never another workspace's data
