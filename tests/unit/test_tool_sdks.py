@@ -359,7 +359,7 @@ argument_objects = st.dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     name=st.sampled_from(sorted(TOOL_NAMES)), arguments=json_values | argument_objects, as_text=st.booleans()
 )
