@@ -372,3 +372,22 @@ def test_generated_arguments_get_a_text_or_a_typed_error(
     if failed:
         assert re.search(r"\((SESSION_QUERY_[A-Z_]+)\)", text), text
     assert "their secret figure is 99" not in text  # never another workspace's data
+
+
+def test_async_twins_answer_like_the_sync_calls(toolset: Toolset) -> None:
+    import asyncio
+
+    async def main() -> None:
+        tool = toolset.get("session_query")
+        assert tool is not None
+        assert await tool.arun({"query": "figure"}) == tool.run({"query": "figure"})
+        assert await toolset.arun("session_trace", {}) == toolset.run("session_trace", {})
+        call = {"id": "c", "function": {"name": "session_query", "arguments": "[1]"}}
+        assert await toolset.arun_openai_call(call) == toolset.run_openai_call(call)
+        item = {"call_id": "r", "name": "session_event_read", "arguments": '{"seq": 0}'}
+        assert await toolset.arun_responses_call(item) == toolset.run_responses_call(item)
+        block = {"id": "t", "name": "nope", "input": {}}
+        assert (await toolset.arun_anthropic_call(block))["is_error"] is True
+        assert (await toolset.arun_mcp_call("session_search", {"query": 5}))["isError"] is True
+
+    asyncio.run(main())

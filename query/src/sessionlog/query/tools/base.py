@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -109,6 +110,10 @@ class ModelTool(ABC):
         except Exception as err:  # a custom provider's bug must not crash the host's tool loop
             raise unexpected_error(err, tool=self.name) from None
         return bound_output(text, self.max_output_chars)
+
+    async def arun(self, arguments: object = None) -> str:
+        """:meth:`run` in a worker thread, so a search never blocks the event loop."""
+        return await asyncio.to_thread(self.run, arguments)
 
     def answer(self, arguments: object = None) -> tuple[str, bool]:
         """``(text, is_error)``: :meth:`run` with the error text in place of the exception."""

@@ -3,6 +3,7 @@ a tool that can only ever answer "nothing" is not offered)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -117,6 +118,23 @@ class Toolset:
     def run_mcp_call(self, name: object, arguments: object) -> sdk.McpToolResult:
         text, failed = self.answer(name, arguments)
         return sdk.mcp_result(text, is_error=failed)
+
+    # -- asyncio: the same calls in a worker thread, so a search never blocks the event loop -------
+    async def arun(self, name: object, arguments: object = None) -> str:
+        """:meth:`run` without blocking the event loop; raises :class:`ToolError` only."""
+        return await asyncio.to_thread(self.run, name, arguments)
+
+    async def arun_openai_call(self, tool_call: object) -> ChatCompletionToolMessageParam:
+        return await asyncio.to_thread(self.run_openai_call, tool_call)
+
+    async def arun_responses_call(self, item: object) -> FunctionCallOutput:
+        return await asyncio.to_thread(self.run_responses_call, item)
+
+    async def arun_anthropic_call(self, tool_use: object) -> ToolResultBlockParam:
+        return await asyncio.to_thread(self.run_anthropic_call, tool_use)
+
+    async def arun_mcp_call(self, name: object, arguments: object) -> sdk.McpToolResult:
+        return await asyncio.to_thread(self.run_mcp_call, name, arguments)
 
 
 def session_tools(
