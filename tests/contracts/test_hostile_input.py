@@ -447,31 +447,56 @@ def test_reads_raise_only_typed_errors_and_stay_in_scope(
 
 
 # -- the model-tool adapters -----------------------------------------------------------------------
+def _toolset(world: World) -> Any:
+    key = (id(world), "tools")
+    if key not in _PROVIDERS:
+        from sessionlog.query.tools import session_tools
+
+        reader = world.harness.reader(Scope.workspace("ws-a"), request_timeout_s=TIMEOUT_S)
+        _PROVIDERS[key] = session_tools(_provider(world, "ws-a"), reader)
+    return _PROVIDERS[key]
+
+
 @_settings("tools")
 @given(
-    adapter=st.sampled_from(["run", "openai", "anthropic", "mcp"]),
+    adapter=st.sampled_from(["run", "openai", "responses", "anthropic", "mcp", "set-run"]),
+    tool_index=st.integers(0, 10),
     arguments=st.one_of(_json, _json.map(_dumps), _text),
     envelope=_json,
 )
-def test_tool_adapters_answer_every_call(world: World, adapter: str, arguments: Any, envelope: Any) -> None:
-    tool = SessionQueryTool(_provider(world, "ws-a"))
+def test_tool_adapters_answer_every_call(
+    world: World, adapter: str, tool_index: int, arguments: Any, envelope: Any
+) -> None:
+    toolset = _toolset(world)
+    names = [*toolset.names, "nope", "[/x]"]
+    name = names[tool_index % len(names)]
+    tool = toolset.get(name) or SessionQueryTool(_provider(world, "ws-a"))
+    well_formed = isinstance(envelope, dict | None)
     calls: dict[str, Callable[[], Any]] = {
         "run": lambda: tool.run(arguments),
-        "openai": lambda: tool.run_openai_call(
-            {"id": "c1", "function": {"name": tool.name, "arguments": arguments}}
-            if isinstance(envelope, dict | None)
+        "set-run": lambda: toolset.run(name, arguments),
+        "openai": lambda: toolset.run_openai_call(
+            {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}
+            if well_formed
             else envelope
         ),
-        "anthropic": lambda: tool.run_anthropic_call({"id": "t1", "input": arguments}),
-        "mcp": lambda: tool.run_mcp_call(arguments),
+        "responses": lambda: toolset.run_responses_call(
+            {"type": "function_call", "call_id": "c1", "name": name, "arguments": arguments}
+            if well_formed
+            else envelope
+        ),
+        "anthropic": lambda: toolset.run_anthropic_call(
+            {"type": "tool_use", "id": "t1", "name": name, "input": arguments} if well_formed else envelope
+        ),
+        "mcp": lambda: toolset.run_mcp_call(name, arguments),
     }
     try:
         answer = world.timed(f"tool {adapter}", calls[adapter])
     except ToolError as err:
-        assert adapter == "run" and str(err)
+        assert adapter in ("run", "set-run") and str(err)
         return
-    except (AttributeError, TypeError, ValueError) as err:
-        # Issue 13 item 2 (the tools helper's fix): a non-object argument crashes an adapter.
+    except Exception as err:
+        # Issue 13 item 2: an adapter must answer every call (the tools helper's fix).
         _GAPS.setdefault(id(world), []).append(
             f"tool {adapter}({arguments!r:.60}): {type(err).__name__}: {err}"
         )
