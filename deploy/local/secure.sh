@@ -240,6 +240,8 @@ EOF
 _meta: {type: "config", config_version: 2}
 config:
   dynamic:
+    # requests naming aliases/wildcards (HEAD _alias/x) see only the indices the user may see
+    do_not_fail_on_forbidden: true
     http:
       anonymous_auth_enabled: false
     authc:

@@ -12,6 +12,7 @@ secret is printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import ssl
@@ -121,10 +122,8 @@ def provision_kafka(secret: dict[str, str]) -> int:
             if name not in existing
         ]
         if wanted:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics(wanted)
-            except TopicAlreadyExistsError:
-                pass
         acls = [
             ACL(f"User:{user}", "*", op, ACLPermissionType.ALLOW, ResourcePattern(rtype, name, ptype))
             for user, rules in KAFKA_ACLS.items()
@@ -163,7 +162,8 @@ def provision_opensearch(secret: dict[str, str]) -> int:
                 # 5xx while the security index is still initialising (or on a busy machine)
                 if err.code < 500 or time.monotonic() > deadline:
                     detail = err.read()[:300].decode(errors="replace")
-                    raise SystemExit(f"secure_provision: creating OpenSearch user {user}: {err.code} {detail}")
+                    message = f"secure_provision: creating OpenSearch user {user}: {err.code} {detail}"
+                    raise SystemExit(message) from None
                 time.sleep(1)
     return len(users)
 

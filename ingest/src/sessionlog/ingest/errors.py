@@ -6,6 +6,7 @@ __all__ = [
     "AppenderClosed",
     "BufferFull",
     "IngestError",
+    "LogAccessDenied",
     "LogUnavailable",
     "RecordRejected",
     "SequenceError",
@@ -68,3 +69,8 @@ class SequenceError(RecordRejected):
 
     def __init__(self, reason: str) -> None:
         super().__init__("seq", reason)
+
+
+class LogAccessDenied(IngestError):
+    """The broker refused this client: TLS trust, SASL login or a missing ACL (the message names
+    the server, the principal and what it may not do). Not retriable: fix the configuration."""
