@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+import orjson
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import (
     ACL,
@@ -29,12 +30,24 @@ from sessionlog.indexer import OpenSearchSettings
 from sessionlog.ingest import KafkaSettings, dlq_topic
 
 KafkaProbe = Callable[[KafkaSettings], bool]
+#: a valid wire-format header, so an allowed probe leaves nothing for the dead-letter topic
+_PROBE_KEY = b"probe-session"
+_PROBE_RECORD = orjson.dumps(
+    {
+        "v": 1,
+        "kind": "header",
+        "workspace_id": "probe",
+        "session_id": "probe-session",
+        "created_at": "2026-11-01T00:00:00+00:00",
+    }
+)
 OpenSearchProbe = Callable[[OpenSearch, str], bool]
 
 
 def _refused(err: BaseException) -> bool:
+    """False (not allowed) for the authorizer's refusal; anything else is re-raised."""
     if isinstance(err, AuthorizationError):
-        return True
+        return False
     raise err
 
 
@@ -42,7 +55,7 @@ def _produce(topic_of: Callable[[KafkaSettings], str]) -> KafkaProbe:
     def probe(kafka: KafkaSettings) -> bool:
         producer = KafkaProducer(**kafka.client_config(), acks="all", max_block_ms=15_000)
         try:
-            producer.send(topic_of(kafka), key=b"probe", value=b"not a sessionlog record").get(timeout=15)
+            producer.send(topic_of(kafka), key=_PROBE_KEY, value=_PROBE_RECORD).get(timeout=15)
             return True
         except KafkaError as err:
             return _refused(err)
@@ -100,9 +113,12 @@ def _alter_acls(admin: KafkaAdminClient, kafka: KafkaSettings) -> None:
     acl = ACL(f"User:{kafka.sasl_username}", "*", ACLOperation.ALL, ACLPermissionType.ALLOW, pattern)
     failed = admin.create_acls([acl])["failed"]
     if failed:
-        raise (
-            failed[0][1] if isinstance(failed[0][1], BaseException) else AuthorizationError(str(failed[0][1]))
-        )
+        err = failed[0][-1] if isinstance(failed[0], tuple) else failed[0]
+        if isinstance(err, AuthorizationError) or (
+            isinstance(err, type) and issubclass(err, AuthorizationError)
+        ):
+            raise AuthorizationError(str(err))
+        raise AssertionError(f"create_acls failed: {err}")
 
 
 def kafka_probes(indexer_group: str) -> dict[str, KafkaProbe]:

@@ -119,22 +119,23 @@ def sign_cert(secured: Secured, out: Path, *, san: str, days: int) -> tuple[Path
     """A server certificate signed by the stack's CA (``days`` < 0: already expired)."""
     key, csr, pem, ext = out / "srv.key", out / "srv.csr", out / "srv.pem", out / "srv.ext"
     ext.write_text(f"subjectAltName={san}\n")
+    ca_key = str(secured.tls / "ca.key")
+    request = ["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-subj"]
+    sign = ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(secured.ca), "-CAkey", ca_key]
     run = [
-        ["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key)]
-        + ["-subj", "/CN=test-server", "-out", str(csr)],
+        [*request, "/CN=test-server", "-out", str(csr)],
         [
-            "openssl",
-            "x509",
-            "-req",
-            "-in",
-            str(csr),
-            "-CA",
-            str(secured.ca),
-            "-CAkey",
-            str(secured.tls / "ca.key"),
-        ]
-        + ["-CAcreateserial", "-CAserial", str(out / "ca.srl"), "-days", str(days)]
-        + ["-extfile", str(ext), "-out", str(pem)],
+            *sign,
+            "-CAcreateserial",
+            "-CAserial",
+            str(out / "ca.srl"),
+            "-days",
+            str(days),
+            "-extfile",
+            str(ext),
+            "-out",
+            str(pem),
+        ],
     ]
     for cmd in run:
         subprocess.run(cmd, check=True, capture_output=True, timeout=60)

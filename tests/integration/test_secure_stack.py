@@ -10,11 +10,13 @@ stops it afterwards. Runs in CI (``SESSIONLOG_REQUIRE_STACK=1``) or with
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import subprocess
 import sys
 import uuid
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -66,6 +68,9 @@ def secured() -> Iterator[Secured]:
     try:
         yield secured
     finally:
+        with warnings.catch_warnings():  # sockets of clients refused on purpose: finalised here
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
         if not reuse:
             stopped = stack("down")
             assert stopped.returncode == 0, stopped.stderr
@@ -185,10 +190,8 @@ def test_every_forbidden_cell_is_refused_by_the_server(
     )
     assert refused + allowed == cells
     with capsys.disabled():
-        print(
-            f"\n[secure] principal x operation: {cells} cells, {refused} refused by the servers, {allowed} allowed"
-        )
-    assert refused == 36
+        print(f"\n[secure] principal x operation: {cells} cells, {refused} refused by the servers")
+    assert refused == 38
 
 
 def test_missing_acl_names_the_principal_and_the_permission(
@@ -221,11 +224,13 @@ def _one_line(text: str, secured: Secured) -> str:
     return text
 
 
+_SELF_SIGNED = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"]
+
+
 def test_wrong_password_and_untrusted_ca_fail_with_one_line(secured: Secured, tmp_path: Path) -> None:
     rogue = tmp_path / "rogue-ca.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "rogue.key")]
-        + ["-out", str(rogue), "-days", "2", "-subj", "/CN=rogue CA"],
+        [*_SELF_SIGNED, "-keyout", str(tmp_path / "rogue.key"), "-out", str(rogue), "-subj", "/CN=rogue CA"],
         check=True,
         capture_output=True,
     )

@@ -8,8 +8,10 @@ attempt (TCP, then the TLS handshake with the configured CA, then the client's S
 
 from __future__ import annotations
 
+import gc
 import socket
 import ssl
+import warnings
 from typing import Final
 
 from kafka.errors import (
@@ -35,6 +37,7 @@ _VERIFY: Final[dict[int, str]] = {
     20: "its certificate is not signed by a CA in the trusted bundle (unknown CA)",
     21: "its certificate is not signed by a CA in the trusted bundle (unknown CA)",
     62: "its certificate is not valid for this host name",
+    64: "its certificate is not valid for this host name (IP address mismatch)",
 }
 
 
@@ -57,13 +60,21 @@ def describe_tls_error(err: BaseException, ca: object | None = None) -> str | No
             return f"TLS handshake failed ({reason}) - is this a TLS port?"
         text = str(item)
         if "CERTIFICATE_VERIFY_FAILED" in text:  # urllib3 sometimes keeps only the text
-            code = 62 if "Hostname mismatch" in text else 10 if "expired" in text else 20
+            code = 62 if "mismatch" in text else 10 if "expired" in text else 20
             suffix = f" - trusted CA file {ca}" if ca is not None and code == 20 else ""
             return f"TLS: the server was refused because {_VERIFY[code]}{suffix}"
         todo.extend([item.__cause__, item.__context__, *getattr(item, "args", ())])
         for attr in ("reason", "info", "orig"):
             todo.append(getattr(item, attr, None))
     return None
+
+
+def _reap_failed_clients() -> None:
+    """Finalise the sockets a kafka-python client leaves behind when its constructor fails to
+    bootstrap (it keeps no handle to close them): now, quietly, instead of at a random later GC."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 def _tls_context(settings: KafkaSettings) -> ssl.SSLContext:
@@ -84,11 +95,10 @@ def _sasl_login(settings: KafkaSettings, timeout_s: float) -> str | None:
     config["request_timeout_ms"] = int(timeout_s * 1000)
     try:
         KafkaAdminClient(**config).close()
-    except SaslAuthenticationFailedError:
-        pass
-    except (KafkaTimeoutError, KafkaConnectionError):
-        pass
+    except (SaslAuthenticationFailedError, KafkaTimeoutError, KafkaConnectionError):
+        _reap_failed_clients()
     except KafkaError as err:
+        _reap_failed_clients()
         return f"{type(err).__name__}"
     else:
         return None
@@ -137,6 +147,7 @@ def translate(settings: KafkaSettings, err: KafkaError, doing: str) -> IngestErr
         )
     secured = settings.security_protocol != "PLAINTEXT"
     if isinstance(err, (KafkaTimeoutError, KafkaConnectionError)) and secured:
+        _reap_failed_clients()
         cause = diagnose(settings)
         if cause is not None and ("TLS" in cause or "SASL" in cause):
             return LogAccessDenied(f"cannot {doing}: {cause}")
