@@ -79,7 +79,7 @@ class Secured:
             sasl_password=SecretStr(env["SESSIONLOG_KAFKA_SASL_PASSWORD"]),
             ssl_cafile=self.ca,
             bootstrap_timeout_s=5.0,
-            request_timeout_s=10.0,
+            request_timeout_s=30.0,
         )
         return settings.model_copy(update=update)
 
@@ -91,7 +91,7 @@ class Secured:
             password=SecretStr(env["SESSIONLOG_OPENSEARCH_PASSWORD"]),
             ca_certs=self.ca,
             index_prefix=self.prefix,
-            timeout_s=10.0,
+            timeout_s=60.0,  # a fresh node on a busy CI machine answers its first searches slowly
         )
         return settings.model_copy(update=update)
 
