@@ -194,6 +194,7 @@ def test_fsync_policy_always_and_never(
 ) -> None:
     calls: list[int] = []
     real = os.fdatasync
+
     def counting(fd: int) -> None:
         calls.append(fd)
         real(fd)

@@ -23,6 +23,7 @@ from kafka.errors import (
 )
 
 from sessionlog.ingest.errors import IngestError, LogAccessDenied, LogUnavailable
+from sessionlog.ingest.kafka_errors import translate_kafka_error
 from sessionlog.ingest.settings import KafkaSettings
 
 __all__ = ["describe_tls_error", "diagnose", "translate"]
@@ -153,4 +154,4 @@ def translate(settings: KafkaSettings, err: KafkaError, doing: str) -> IngestErr
             return LogAccessDenied(f"cannot {doing}: {cause}")
         if cause is not None:
             return LogUnavailable(f"cannot {doing}: {cause}")
-    return LogUnavailable(f"cannot {doing} at {settings.bootstrap_servers}: {type(err).__name__}: {err}")
+    return translate_kafka_error(err, f"cannot {doing} at {settings.bootstrap_servers}")

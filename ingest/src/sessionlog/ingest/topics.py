@@ -8,6 +8,7 @@ from kafka import KafkaAdminClient
 from kafka.errors import AuthorizationError, KafkaError, TopicAlreadyExistsError
 
 from sessionlog.ingest.errors import LogAccessDenied
+from sessionlog.ingest.kafka_errors import translate_kafka_error
 from sessionlog.ingest.kafka_security import translate
 from sessionlog.ingest.settings import KafkaSettings
 from sessionlog.ingest.wire import MAX_RECORD_BYTES
@@ -20,11 +21,15 @@ def dlq_topic(topic: str) -> str:
 
 
 def ensure_topics(settings: KafkaSettings) -> None:
-    """Create ``topic`` and ``topic.dlq`` with sessionlog's settings; existing topics are left alone."""
+    """Create ``topic`` and ``topic.dlq`` with sessionlog's settings; existing topics are left alone.
+
+    Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization, invalid topic)."""
     try:
         admin = KafkaAdminClient(**settings.client_config())
     except KafkaError as err:
         raise translate(settings, err, "connect") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
     try:
         existing = set(admin.list_topics())
         wanted = {
@@ -60,5 +65,8 @@ def ensure_topics(settings: KafkaSettings) -> None:
         raise
     except KafkaError as err:
         raise translate(settings, err, "create topics") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot create topics on {settings.bootstrap_servers}") from err
     finally:
-        admin.close()
+        with contextlib.suppress(KafkaError, OSError):
+            admin.close()
