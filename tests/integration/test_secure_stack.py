@@ -307,5 +307,15 @@ def test_secrets_stay_out_of_repr_and_logs(secured: Secured, caplog: pytest.LogC
     with OpenSearchProvider(Scope.workspace(WS_B), opensearch) as provider:
         provider.search(SessionQueryRequest(query="ledger"))
     text = "\n".join([repr(kafka), repr(opensearch), str(kafka), str(opensearch), caplog.text])
+    # process titles: the servers' and this process's command lines
+    for pidfile in (secured.dir / "run").glob("*.pid"):
+        text += Path(f"/proc/{pidfile.read_text().strip()}/cmdline").read_bytes().decode(errors="replace")
+    text += Path("/proc/self/cmdline").read_bytes().decode(errors="replace")
+    # the servers' own logs (Kafka prints its configuration with passwords as [hidden])
+    for log in [
+        *(secured.dir / "kafka" / "logs").glob("*.log"),
+        *(secured.dir / "opensearch" / "logs").glob("*.log"),
+    ]:
+        text += log.read_text(errors="replace")
     for secret in secured.passwords():
         assert secret not in text
