@@ -3,8 +3,8 @@ with one principal per component; every refused cell of the principal x operatio
 credentials, untrusted/expired/wrong-host certificates and missing permissions as one typed line.
 
 Starts its own secured stack (ports 29092/29093/29200/29300, state in /var/tmp/sl-secure) and
-stops it afterwards. Runs in CI (``SESSIONLOG_REQUIRE_STACK=1``) or with
-``SESSIONLOG_SECURE_STACK=1``; ``SESSIONLOG_SECURE_STACK_REUSE=1`` keeps a running one (no
+stops it afterwards. Runs in CI (``SESSIONLOG_REQUIRE_STACK=1``; ``SESSIONLOG_SECURE_STACK=0``
+opts out) or with ``SESSIONLOG_SECURE_STACK=1``; ``SESSIONLOG_SECURE_STACK_REUSE=1`` keeps a running one (no
 ``--fresh``, not stopped) while developing.
 """
 
@@ -51,7 +51,10 @@ _BASE = datetime(2026, 11, 1, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def secured() -> Iterator[Secured]:
-    if os.environ.get("SESSIONLOG_REQUIRE_STACK") != "1" and os.environ.get("SESSIONLOG_SECURE_STACK") != "1":
+    wanted = os.environ.get(
+        "SESSIONLOG_SECURE_STACK", "1" if os.environ.get("SESSIONLOG_REQUIRE_STACK") == "1" else "0"
+    )
+    if wanted != "1":
         pytest.skip(
             "starts its own secured stack: set SESSIONLOG_SECURE_STACK=1 (CI sets SESSIONLOG_REQUIRE_STACK)"
         )
