@@ -35,7 +35,7 @@ from secure_stack import DLS_WORKSPACE, REPO, Secured, load, sign_cert, stack, t
 
 from sessionlog.backend import Backend
 from sessionlog.indexer import IndexerSettings, IndexerWorker
-from sessionlog.indexer.errors import SourceAccessDenied
+from sessionlog.indexer.errors import SourceAccessDenied, ViewAccessDenied
 from sessionlog.indexer.operations import forget_session
 from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings
 from sessionlog.ingest.errors import LogAccessDenied
@@ -136,6 +136,9 @@ def test_append_index_search_read_forget_with_per_component_principals(
 ) -> None:
     sid = indexed[WS_B]
     query = secured.opensearch("query")
+    with pytest.raises(ViewAccessDenied) as denied:  # erasing is the operator's
+        forget_session(query, sid)
+    assert "user 'sl-query' lacks permission indices:data/write/" in str(denied.value)
     with OpenSearchProvider(Scope.workspace(WS_B), query) as provider:
         found = provider.search(SessionQueryRequest(query="reconcilation", limit=10))
         assert {m.session_id for m in found.matches} == {sid}
