@@ -17,7 +17,8 @@ that is cut short, longer than possible or fails its CRC ends the segment, and t
 truncated there (a *torn tail* from a crash in the middle of a write). Acknowledged records are
 tracked in memory; a sealed segment whose records are all acknowledged is deleted.
 
-The spool is thread-safe; it never imports the network side.
+The spool is thread-safe; it never imports the network side. The format is in ``spool_format``,
+the files (segments, lock, recovery) in ``spool_disk``.
 """
 
 from __future__ import annotations
@@ -25,181 +26,37 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
-import fcntl
-import logging
 import os
-import struct
 import threading
 import time
 import zlib
-from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from sessionlog.ingest.errors import SpoolError, SpoolFull, SpoolLocked
 from sessionlog.ingest.settings import FsyncPolicy
-from sessionlog.ingest.wire import MAX_RECORD_BYTES
+from sessionlog.ingest.spool_disk import (
+    LOCK_NAME,
+    SUFFIX,
+    Segment,
+    acquire_lock,
+    fsync_dir,
+    log,
+    recover,
+)
+from sessionlog.ingest.spool_format import (
+    FRAME,
+    MAGIC,
+    Recovery,
+    SpoolRecord,
+    decode_payload,
+    encode_frame,
+)
 
 __all__ = ["MAGIC", "Recovery", "Spool", "SpoolRecord", "encode_frame", "open_slot"]
 
-log = logging.getLogger("sessionlog.ingest.spool")
-
-MAGIC: Final = b"SLSPOOL1"
-_FRAME: Final = struct.Struct(">II")
-_HEAD: Final = struct.Struct(">qH")
-#: Longest payload a valid frame can carry: the record cap plus the key and the head.
-MAX_PAYLOAD: Final = MAX_RECORD_BYTES + 64 * 1024
-_SUFFIX: Final = ".seg"
-_LOCK_NAME: Final = "LOCK"
 _REJECTED_NAME: Final = "rejected.log"
-
-
-@dataclass(frozen=True, slots=True)
-class SpoolRecord:
-    """One spooled record: its id in the spool, the Kafka key and value, and the session seq."""
-
-    rid: int
-    key: bytes
-    seq: int | None
-    value: bytes
-    ticket: int = -1
-
-    @property
-    def session_id(self) -> str:
-        return self.key.decode("utf-8")
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """What opening the spool found on disk."""
-
-    segments: int
-    records: int
-    truncated_bytes: int
-    truncated_segments: tuple[str, ...]
-    quarantined: tuple[str, ...]
-
-
-def encode_frame(key: bytes, seq: int | None, value: bytes) -> bytes:
-    """One frame (length, CRC32, payload) exactly as it is written to a segment."""
-    payload = _HEAD.pack(-1 if seq is None else seq, len(key)) + key + value
-    return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
-
-
-def _decode_payload(payload: bytes) -> tuple[bytes, int | None, bytes] | None:
-    if len(payload) < _HEAD.size:
-        return None
-    seq, key_len = _HEAD.unpack_from(payload)
-    if _HEAD.size + key_len > len(payload):
-        return None
-    key = payload[_HEAD.size : _HEAD.size + key_len]
-    return key, (None if seq < 0 else seq), payload[_HEAD.size + key_len :]
-
-
-def _scan(data: bytes) -> tuple[list[int], list[tuple[bytes, int | None]], int]:
-    """Offsets and (key, seq) of the valid frames of a segment, and where the valid part ends."""
-    offsets: list[int] = []
-    keys: list[tuple[bytes, int | None]] = []
-    pos = len(MAGIC)
-    end = len(data)
-    while end - pos >= _FRAME.size:
-        length, crc = _FRAME.unpack_from(data, pos)
-        start = pos + _FRAME.size
-        if length > MAX_PAYLOAD or start + length > end:
-            break
-        payload = data[start : start + length]
-        if zlib.crc32(payload) != crc:
-            break
-        decoded = _decode_payload(payload)
-        if decoded is None:
-            break
-        offsets.append(pos)
-        keys.append((decoded[0], decoded[1]))
-        pos = start + length
-    return offsets, keys, pos
-
-
-class _Segment:
-    __slots__ = (
-        "acked",
-        "acked_count",
-        "fd",
-        "first_rid",
-        "low",
-        "offsets",
-        "path",
-        "sealed",
-        "size",
-        "tickets",
-    )
-
-    def __init__(self, first_rid: int, path: Path, *, sealed: bool) -> None:
-        self.first_rid = first_rid
-        self.path = path
-        self.fd: int | None = None
-        self.size = 0
-        self.offsets = array("q")
-        self.tickets = array("q")
-        self.acked = bytearray()
-        self.acked_count = 0
-        self.low = 0  # index of the first unacknowledged record
-        self.sealed = sealed
-
-    @property
-    def count(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def end_rid(self) -> int:
-        return self.first_rid + len(self.offsets)
-
-    @property
-    def done(self) -> bool:
-        return self.acked_count == len(self.offsets)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _acquire_lock(directory: Path) -> int:
-    """flock ``directory/LOCK`` (non-blocking); retry when the file was replaced under us."""
-    path = directory / _LOCK_NAME
-    for _ in range(100):
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the directory was removed by an owner cleaning up an empty slot
-            directory.mkdir(parents=True, exist_ok=True)
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            try:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            finally:
-                os.close(fd)
-            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise SpoolLocked(
-                    f"spool {directory} is locked by another live appender (pid {holder})"
-                ) from None
-            raise SpoolError(f"cannot lock spool {directory}: {err}") from err
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if not same:
-            os.close(fd)
-            continue
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        return fd
-    raise SpoolError(f"cannot lock spool {directory}: its LOCK file keeps being replaced")
 
 
 class Spool:
@@ -222,9 +79,9 @@ class Spool:
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes
         self._lock = threading.Lock()
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._firsts: list[int] = []
-        self._active: _Segment | None = None
+        self._active: Segment | None = None
         self._bytes = 0
         self._next_rid = 0
         self._unacked = 0
@@ -238,7 +95,7 @@ class Spool:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise SpoolError(f"cannot create spool directory {self.directory}: {err}") from err
-        self._lock_fd: int | None = _acquire_lock(self.directory)
+        self._lock_fd: int | None = acquire_lock(self.directory)
         try:
             self.recovery = self._recover()
         except BaseException:
@@ -246,69 +103,17 @@ class Spool:
             raise
 
     # -- recovery -------------------------------------------------------------------------------
+    # -- recovery -------------------------------------------------------------------------------
     def _recover(self) -> Recovery:
-        paths = sorted(
-            (p for p in self.directory.iterdir() if p.suffix == _SUFFIX and p.stem.isdigit()),
-            key=lambda p: int(p.stem),
-        )
-        truncated = 0
-        torn: list[str] = []
-        quarantined: list[str] = []
-        records = 0
-        for path in paths:
-            first = int(path.stem)
-            data = path.read_bytes()
-            if not data.startswith(MAGIC):
-                if MAGIC.startswith(data):  # crashed while creating the segment: nothing in it
-                    path.unlink()
-                    truncated += len(data)
-                    continue
-                target = path.with_name(path.name + ".damaged")
-                path.rename(target)
-                quarantined.append(target.name)
-                log.error(
-                    "spool %s: %s is not a spool segment; moved it to %s", self.directory, path.name, target
-                )
-                continue
-            offsets, keys, valid = _scan(data)
-            if valid < len(data):
-                truncated += len(data) - valid
-                torn.append(path.name)
-                log.warning(
-                    "spool %s: %s has a torn or corrupt tail at byte %d; truncating %d bytes",
-                    self.directory,
-                    path.name,
-                    valid,
-                    len(data) - valid,
-                )
-                with open(path, "r+b") as torn_file:
-                    torn_file.truncate(valid)
-                    if self.fsync != "never":
-                        os.fsync(torn_file.fileno())
-            if not offsets:
-                path.unlink()
-                continue
-            if self._segments and first < self._segments[-1].end_rid:
-                raise SpoolError(f"spool {self.directory}: segment {path.name} overlaps the one before it")
-            seg = _Segment(first, path, sealed=True)
-            seg.offsets = array("q", offsets)
-            seg.tickets = array("q", [-1]) * len(offsets)
-            seg.acked = bytearray(len(offsets))
-            seg.size = valid
+        found = recover(self.directory, self.fsync)
+        for seg in found.segments:
             self._append_segment(seg)
-            for key, seq in keys:
-                if seq is not None:
-                    session = key.decode("utf-8", "replace")
-                    if seq > self._last_seqs.get(session, -1):
-                        self._last_seqs[session] = seq
-            records += len(offsets)
-        if truncated and self.fsync != "never":
-            _fsync_dir(self.directory)
-        self._unacked = records
+        self._last_seqs = found.last_seqs
+        self._unacked = found.recovery.records
         self._next_rid = self._segments[-1].end_rid if self._segments else 0
-        return Recovery(len(self._segments), records, truncated, tuple(torn), tuple(quarantined))
+        return found.recovery
 
-    def _append_segment(self, seg: _Segment) -> None:
+    def _append_segment(self, seg: Segment) -> None:
         self._segments.append(seg)
         self._firsts.append(seg.first_rid)
         self._bytes += seg.size
@@ -390,7 +195,7 @@ class Spool:
         if self._closed:
             raise SpoolError(f"spool {self.directory} is closed")
 
-    def _writable(self, nbytes: int) -> _Segment:
+    def _writable(self, nbytes: int) -> Segment:
         active = self._active
         if active is not None and active.count and active.size + nbytes > self.segment_bytes:
             self._seal_locked(active)
@@ -409,14 +214,14 @@ class Spool:
             active = self._new_segment()
         return active
 
-    def _new_segment(self) -> _Segment:
+    def _new_segment(self) -> Segment:
         rid = self._next_rid
-        path = self.directory / f"{rid:020d}{_SUFFIX}"
+        path = self.directory / f"{rid:020d}{SUFFIX}"
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         except OSError as err:
             raise self._write_error(err) from err
-        seg = _Segment(rid, path, sealed=False)
+        seg = Segment(rid, path, sealed=False)
         seg.fd = fd
         try:
             self._write(seg, MAGIC)
@@ -430,7 +235,7 @@ class Spool:
         self._dir_changed()
         return seg
 
-    def _write(self, seg: _Segment, data: bytes) -> None:
+    def _write(self, seg: Segment, data: bytes) -> None:
         assert seg.fd is not None
         view = memoryview(data)
         written = 0
@@ -447,7 +252,7 @@ class Spool:
             return SpoolFull(f"spool {self.directory}: the disk is full ({err.strerror})")
         return SpoolError(f"cannot write spool {self.directory}: {err}")
 
-    def _seal_locked(self, seg: _Segment) -> None:
+    def _seal_locked(self, seg: Segment) -> None:
         if seg.fd is not None and self._dirty and self._active is seg:
             if self.fsync == "always":
                 os.fdatasync(seg.fd)
@@ -461,7 +266,7 @@ class Spool:
 
     def _dir_changed(self) -> None:
         if self.fsync == "always":
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         elif self.fsync == "interval":
             self._dir_dirty = True
 
@@ -493,7 +298,7 @@ class Spool:
             for fd in fds:
                 os.fdatasync(fd)
             if sync_dir:
-                _fsync_dir(self.directory)
+                fsync_dir(self.directory)
         except OSError as err:
             log.error("spool %s: fdatasync failed: %s", self.directory, err)
             self._dirty = True
@@ -510,7 +315,7 @@ class Spool:
             os.close(fd)
         self._sealed_unsynced = []
         if self._dir_dirty:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
             self._dir_dirty = False
         self._dirty = False
         self._last_sync = time.monotonic()
@@ -523,7 +328,7 @@ class Spool:
             return i
         return i + 1
 
-    def _fd(self, seg: _Segment) -> int:
+    def _fd(self, seg: Segment) -> int:
         if seg.fd is None:
             seg.fd = os.open(seg.path, os.O_RDWR | os.O_APPEND)
         return seg.fd
@@ -552,9 +357,9 @@ class Spool:
                         if seg.acked[k]:
                             continue
                         at = seg.offsets[k] - base
-                        length, crc = _FRAME.unpack_from(blob, at)
-                        payload = blob[at + _FRAME.size : at + _FRAME.size + length]
-                        decoded = _decode_payload(payload) if zlib.crc32(payload) == crc else None
+                        length, crc = FRAME.unpack_from(blob, at)
+                        payload = blob[at + FRAME.size : at + FRAME.size + length]
+                        decoded = decode_payload(payload) if zlib.crc32(payload) == crc else None
                         if decoded is None:
                             raise SpoolError(f"spool {seg.path}: record {seg.first_rid + k} changed on disk")
                         key, seq, value = decoded
@@ -656,7 +461,7 @@ class Spool:
             if empty and remove_if_empty:
                 rejected = self.directory / _REJECTED_NAME
                 if not rejected.exists():
-                    (self.directory / _LOCK_NAME).unlink(missing_ok=True)
+                    (self.directory / LOCK_NAME).unlink(missing_ok=True)
             self._release_lock()
             if empty and remove_if_empty:
                 with contextlib.suppress(OSError):
@@ -712,7 +517,7 @@ def open_slot(
     except OSError as err:
         raise SpoolError(f"cannot create spool root {root}: {err}") from err
     names = [f"slot-{i:03d}" for i in range(slots)]
-    with_data = [n for n in names if (root / n).is_dir() and any((root / n).glob(f"*{_SUFFIX}"))]
+    with_data = [n for n in names if (root / n).is_dir() and any((root / n).glob(f"*{SUFFIX}"))]
     for name in [*with_data, *(n for n in names if n not in with_data)]:
         try:
             return Spool(
