@@ -30,7 +30,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -52,6 +52,7 @@ from sessionlog.ingest.spool_format import (
     SpoolRecord,
     decode_payload,
     encode_frame,
+    encode_frames,
 )
 
 __all__ = ["MAGIC", "Recovery", "Spool", "SpoolRecord", "encode_frame", "open_slot"]
@@ -191,6 +192,61 @@ class Spool:
                 self._sync_locked()
             return rid
 
+    def append_many(self, entries: Sequence[tuple[bytes, int | None, bytes, int]]) -> int:
+        """Write (key, seq, value, ticket) records in order with one ``write(2)`` per segment they
+        land in (and one fsync decision); return the rid of the first. Raises :class:`SpoolFull`
+        with nothing written when they would pass the cap; after a write error midway the records
+        before it are written (``next_rid`` tells how many)."""
+        frames = encode_frames([(key, seq, value) for key, seq, value, _ in entries])
+        total = sum(map(len, frames))
+        with self._lock:
+            self._check_open()
+            first = self._next_rid
+            if not frames:
+                return first
+            room = total + len(MAGIC) * (1 + total // self.segment_bytes)
+            if self._bytes + room > self.max_bytes:
+                self._reclaim_locked(include_active=True)
+                if self._bytes + room > self.max_bytes:
+                    raise self._full(total)
+            last_seqs = self._last_seqs
+            i, n = 0, len(frames)
+            while i < n:
+                seg = self._writable(len(frames[i]))
+                j, end = i + 1, seg.size + len(frames[i])
+                while j < n and end + len(frames[j]) <= self.segment_bytes:
+                    end += len(frames[j])
+                    j += 1
+                self._write(seg, b"".join(frames[i:j]))
+                offsets, tickets, pos = seg.offsets, seg.tickets, seg.size
+                for k in range(i, j):
+                    key, seq, _, ticket = entries[k]
+                    offsets.append(pos)
+                    tickets.append(ticket)
+                    pos += len(frames[k])
+                    if seq is not None:
+                        session = key.decode("utf-8")
+                        if seq > last_seqs.get(session, -1):
+                            last_seqs[session] = seq
+                seg.acked.extend(bytes(j - i))
+                self._bytes += pos - seg.size
+                seg.size = pos
+                self._unacked += j - i
+                self._next_rid += j - i
+                self._dirty = True
+                i = j
+            if self.fsync == "always":
+                self._sync_locked()
+            return first
+
+    def _full(self, nbytes: int) -> SpoolFull:
+        return SpoolFull(
+            f"spool {self.directory} holds {self._bytes} bytes in {self._unacked} unacknowledged "
+            f"records; writing {nbytes} more would pass its cap of {self.max_bytes} bytes "
+            "(the broker has been unreachable for a while: restore it, or raise "
+            "SESSIONLOG_APPENDER_SPOOL_MAX_BYTES)"
+        )
+
     def _check_open(self) -> None:
         if self._closed:
             raise SpoolError(f"spool {self.directory} is closed")
@@ -204,12 +260,7 @@ class Spool:
             self._reclaim_locked(include_active=True)
             active = self._active
             if self._bytes + nbytes + (0 if active else len(MAGIC)) > self.max_bytes:
-                raise SpoolFull(
-                    f"spool {self.directory} holds {self._bytes} bytes in {self._unacked} unacknowledged "
-                    f"records; writing {nbytes} more would pass its cap of {self.max_bytes} bytes "
-                    "(the broker has been unreachable for a while: restore it, or raise "
-                    "SESSIONLOG_APPENDER_SPOOL_MAX_BYTES)"
-                )
+                raise self._full(nbytes)
         if active is None:
             active = self._new_segment()
         return active
