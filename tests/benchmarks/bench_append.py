@@ -148,6 +148,50 @@ def run_sessionlog(
     }
 
 
+def run_kafka_python(kafka: KafkaSettings, data: list[dict[str, Any]]) -> dict[str, Any]:
+    """kafka-python alone with the appender's producer settings, pre-encoded records, one
+    callback per record: the ceiling of the design's client on this machine."""
+    from kafka import KafkaProducer
+
+    from sessionlog.ingest.producer import producer_config
+
+    with topic(kafka) as settings:
+        producer = KafkaProducer(**producer_config(settings, AppenderSettings(spool=False, durable=False)))
+        try:
+            encoded = [(encode_key(r), encode_record(r)) for r in (parse_record(d) for d in data)]
+            acked = [0]
+
+            def on_ack(_: Any) -> None:
+                acked[0] += 1
+
+            producer.send(settings.topic, key=encoded[0][0], value=encoded[0][1]).get(60)
+            lat: list[int] = []
+            clock = time.perf_counter_ns
+            cpu = time.process_time()
+            started = clock()
+            for key, value in encoded[1:]:
+                t0 = clock()
+                producer.send(settings.topic, key=key, value=value).add_callback(on_ack)
+                lat.append(clock() - t0)
+            appended = clock()
+            producer.flush(300)
+            done = clock()
+            cpu = time.process_time() - cpu
+        finally:
+            producer.close(10)
+    n = len(data) - 1
+    assert acked[0] == n, (acked[0], n)
+    return {
+        "system": "kafka-python alone (pre-encoded)",
+        "options": {"linger_ms": 5},
+        "events": n,
+        **percentiles(lat),
+        "append_eps": n / ((appended - started) / 1e9),
+        "sustained_eps": n / ((done - started) / 1e9),
+        "cpu_us_per_event": cpu * 1e6 / n,
+    }
+
+
 def run_confluent(
     kafka: KafkaSettings, data: list[dict[str, Any]], *, validate: bool, linger_ms: int
 ) -> dict[str, Any]:
@@ -261,6 +305,8 @@ def main() -> None:
         subset = data if options.get("fsync") != "always" else data[: min(len(data), 5_001)]
         rows.append(run_sessionlog(kafka, subset, **options))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
+    rows.append(run_kafka_python(kafka, data))
+    print(table(rows[-1:]).splitlines()[-1], flush=True)
     for validate in (True,) if args.quick else (False, True):
         rows.append(run_confluent(kafka, data, validate=validate, linger_ms=5))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
@@ -273,6 +319,9 @@ def main() -> None:
         "cpu_per_event_vs_confluent_validated": ours["cpu_us_per_event"] / peer_v["cpu_us_per_event"],
         "p50_vs_confluent_validated": ours["p50_us"] / peer_v["p50_us"],
     }
+    client = next(r for r in rows if r["system"].startswith("kafka-python alone"))
+    ratio["kafka_python_alone_vs_confluent_validated"] = client["sustained_eps"] / peer_v["sustained_eps"]
+    ratio["sustained_vs_kafka_python_alone"] = ours["sustained_eps"] / client["sustained_eps"]
     peer = next((r for r in rows if r["system"] == "confluent-kafka (pre-encoded)"), None)
     if peer is not None:
         ratio["sustained_vs_confluent"] = ours["sustained_eps"] / peer["sustained_eps"]
