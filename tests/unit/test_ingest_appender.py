@@ -542,3 +542,16 @@ def test_partitions_are_the_default_partitioners(make: Any) -> None:
         key = f"session-{i}-é".encode()
         expected = reference.partition("t", None, key, None, None, Cluster())
         assert partition_of(key) == partition_of(key) == expected
+
+
+def test_append_many_over_the_spool_cap_accepts_nothing(make: Any, broker: FakeBroker) -> None:
+    appender = make(spool_max_bytes=1024 * 1024, segment_bytes=64 * 1024)
+    broker.up = False
+    with pytest.raises(SpoolFull, match="cap"):
+        appender.append_many([event(seq=i, text="t" * 2000) for i in range(1000)])
+    stats = appender.stats()
+    assert stats.appended == 0 and stats.spool_unacked == 0
+    assert appender.live_events("s-1") == []
+    with appender.session("ws", "s-1") as writer:
+        assert writer.next_seq == 0  # no seq was taken by the refused batch
+    broker.up = True

@@ -170,7 +170,7 @@ class Appender(Intake):
             self._enqueue_many(items)
         finally:
             for item in items:
-                if item.rid is None and item.ticket < 0 and item.seq is not None:
+                if item.ticket < 0 and item.seq is not None:
                     self.live.discard(item.session_id, item.seq)  # never written nor queued
         for item in items:
             self._note_seq(item)

@@ -198,6 +198,8 @@ class Intake(SenderThread):
             finally:
                 written = spool.next_rid - first_rid  # all of them unless the disk failed midway
                 self._ticket = first_ticket + written
+                for item in items[written:]:
+                    item.ticket = -1  # not accepted: no seq taken, not in the live view
                 for offset, item in enumerate(items[:written]):
                     item.rid = first_rid + offset
                     if not self._spilling and self._has_room(item.size):

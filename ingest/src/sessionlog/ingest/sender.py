@@ -220,8 +220,10 @@ class SenderThread:
         try:
             partition_of = self._partitioner(producer, topic)
         except (KafkaError, OSError) as err:
-            self._retry_later(items, err)
-            return
+            if not is_permanent(err):
+                self._retry_later(items, err)
+                return
+            partition_of = None  # send() raises it again for each entry, which then fails for good
         send, on_ack, on_error = producer.send, self._on_ack, self._on_error
         for index, item in enumerate(items):
             try:
