@@ -18,21 +18,19 @@ truncated there (a *torn tail* from a crash in the middle of a write). Acknowled
 tracked in memory; a sealed segment whose records are all acknowledged is deleted.
 
 The spool is thread-safe; it never imports the network side. The format is in ``spool_format``,
-the files (segments, lock, recovery) in ``spool_disk``.
+the files (segments, lock, recovery) in ``spool_disk``, reads and acknowledgements in
+``spool_read``, the fsync policies in ``spool_sync``.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import errno
 import os
 import threading
 import time
-import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
 
 from sessionlog.ingest.errors import SpoolError, SpoolFull, SpoolLocked
 from sessionlog.ingest.settings import FsyncPolicy
@@ -41,26 +39,22 @@ from sessionlog.ingest.spool_disk import (
     SUFFIX,
     Segment,
     acquire_lock,
-    fsync_dir,
-    log,
     recover,
 )
 from sessionlog.ingest.spool_format import (
-    FRAME,
     MAGIC,
     Recovery,
     SpoolRecord,
-    decode_payload,
     encode_frame,
     encode_frames,
 )
+from sessionlog.ingest.spool_read import REJECTED_NAME
+from sessionlog.ingest.spool_sync import SyncingSpool
 
 __all__ = ["MAGIC", "Recovery", "Spool", "SpoolRecord", "encode_frame", "open_slot"]
 
-_REJECTED_NAME: Final = "rejected.log"
 
-
-class Spool:
+class Spool(SyncingSpool):
     """An exclusively owned spool directory. Raises :class:`SpoolLocked` when another owner is live."""
 
     def __init__(
@@ -103,7 +97,6 @@ class Spool:
             self._release_lock()
             raise
 
-    # -- recovery -------------------------------------------------------------------------------
     # -- recovery -------------------------------------------------------------------------------
     def _recover(self) -> Recovery:
         found = recover(self.directory, self.fsync)
@@ -148,14 +141,6 @@ class Spool:
         """The highest seq of ``session_id`` this spool has held since it was opened (or on disk)."""
         with self._lock:
             return self._last_seqs.get(session_id)
-
-    def first_unacked(self) -> tuple[int, int] | None:
-        """(rid, ticket) of the oldest unacknowledged record, or None."""
-        with self._lock:
-            for seg in self._segments:
-                if seg.low < seg.count:
-                    return seg.first_rid + seg.low, seg.tickets[seg.low]
-            return None
 
     # -- writing --------------------------------------------------------------------------------
     def fits(self, nbytes: int) -> bool:
@@ -247,10 +232,6 @@ class Spool:
             "SESSIONLOG_APPENDER_SPOOL_MAX_BYTES)"
         )
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SpoolError(f"spool {self.directory} is closed")
-
     def _writable(self, nbytes: int) -> Segment:
         active = self._active
         if active is not None and active.count and active.size + nbytes > self.segment_bytes:
@@ -303,167 +284,7 @@ class Spool:
             return SpoolFull(f"spool {self.directory}: the disk is full ({err.strerror})")
         return SpoolError(f"cannot write spool {self.directory}: {err}")
 
-    def _seal_locked(self, seg: Segment) -> None:
-        if seg.fd is not None and self._dirty and self._active is seg:
-            if self.fsync == "always":
-                os.fdatasync(seg.fd)
-                self._last_sync = time.monotonic()
-            elif self.fsync == "interval":
-                self._sealed_unsynced.append(os.dup(seg.fd))  # synced by sync_if_due, off the lock
-            self._dirty = False
-        seg.sealed = True
-        if self._active is seg:
-            self._active = None
-
-    def _dir_changed(self) -> None:
-        if self.fsync == "always":
-            fsync_dir(self.directory)
-        elif self.fsync == "interval":
-            self._dir_dirty = True
-
-    # -- syncing --------------------------------------------------------------------------------
-    def sync(self) -> None:
-        """fdatasync the active segment (whatever the policy)."""
-        with self._lock:
-            if not self._closed:
-                self._sync_locked()
-
-    def sync_if_due(self) -> None:
-        """With ``fsync="interval"``: sync what is older than the interval (the active segment,
-        segments sealed since, the directory). Called by the sender thread; the syncs run outside
-        the spool's lock, so appends never wait for the disk."""
-        if self.fsync != "interval" or not (self._dirty or self._sealed_unsynced or self._dir_dirty):
-            return
-        with self._lock:
-            if self._closed or time.monotonic() - self._last_sync < self.fsync_interval_s:
-                return
-            active = self._active
-            fds = self._sealed_unsynced
-            self._sealed_unsynced = []
-            if self._dirty and active is not None and active.fd is not None:
-                fds.append(os.dup(active.fd))  # rolling or reclaiming cannot close it under us
-            self._dirty = False
-            sync_dir, self._dir_dirty = self._dir_dirty, False
-            started = time.monotonic()
-        try:
-            for fd in fds:
-                os.fdatasync(fd)
-            if sync_dir:
-                fsync_dir(self.directory)
-        except OSError as err:
-            log.error("spool %s: fdatasync failed: %s", self.directory, err)
-            self._dirty = True
-        finally:
-            for fd in fds:
-                os.close(fd)
-            self._last_sync = started
-
-    def _sync_locked(self) -> None:
-        if self._dirty and self._active is not None and self._active.fd is not None:
-            os.fdatasync(self._active.fd)
-        for fd in self._sealed_unsynced:
-            os.fdatasync(fd)
-            os.close(fd)
-        self._sealed_unsynced = []
-        if self._dir_dirty:
-            fsync_dir(self.directory)
-            self._dir_dirty = False
-        self._dirty = False
-        self._last_sync = time.monotonic()
-
-    # -- reading --------------------------------------------------------------------------------
-    def _segment_of(self, rid: int) -> int:
-        """Index of the segment holding ``rid`` or the first one after it (len() when none)."""
-        i = bisect.bisect_right(self._firsts, rid) - 1
-        if i >= 0 and rid < self._segments[i].end_rid:
-            return i
-        return i + 1
-
-    def _fd(self, seg: Segment) -> int:
-        if seg.fd is None:
-            seg.fd = os.open(seg.path, os.O_RDWR | os.O_APPEND)
-        return seg.fd
-
-    def read(self, from_rid: int, max_records: int = 512, max_bytes: int = 4 * 1024**2) -> list[SpoolRecord]:
-        """Unacknowledged records with rid >= ``from_rid``, in rid order (at least one when any)."""
-        out: list[SpoolRecord] = []
-        total = 0
-        with self._lock:
-            self._check_open()
-            index = self._segment_of(from_rid)
-            while index < len(self._segments) and len(out) < max_records and total < max_bytes:
-                seg = self._segments[index]
-                i = max(0, from_rid - seg.first_rid)
-                j = i
-                while j < seg.count and len(out) + (j - i) < max_records:
-                    end = seg.offsets[j + 1] if j + 1 < seg.count else seg.size
-                    if j > i and total + end - seg.offsets[i] > max_bytes:
-                        break
-                    j += 1
-                span = (seg.offsets[j] if j < seg.count else seg.size) - seg.offsets[i] if j > i else 0
-                if j > i:
-                    blob = os.pread(self._fd(seg), span, seg.offsets[i])
-                    base = seg.offsets[i]
-                    for k in range(i, j):
-                        if seg.acked[k]:
-                            continue
-                        at = seg.offsets[k] - base
-                        length, crc = FRAME.unpack_from(blob, at)
-                        payload = blob[at + FRAME.size : at + FRAME.size + length]
-                        decoded = decode_payload(payload) if zlib.crc32(payload) == crc else None
-                        if decoded is None:
-                            raise SpoolError(f"spool {seg.path}: record {seg.first_rid + k} changed on disk")
-                        key, seq, value = decoded
-                        out.append(SpoolRecord(seg.first_rid + k, key, seq, value, seg.tickets[k]))
-                    total += span
-                if j < seg.count:
-                    break
-                index += 1
-        return out
-
-    # -- acknowledging --------------------------------------------------------------------------
-    def ack(self, rid: int) -> None:
-        """Mark ``rid`` acknowledged; idempotent. Fully acknowledged sealed segments are deleted by
-        :meth:`reclaim`."""
-        with self._lock:
-            self._ack_locked(rid)
-
-    def ack_many(self, rids: Iterable[int]) -> None:
-        with self._lock:
-            for rid in rids:
-                self._ack_locked(rid)
-
-    def _ack_locked(self, rid: int) -> None:
-        index = self._segment_of(rid)
-        if index >= len(self._segments):
-            return
-        seg = self._segments[index]
-        k = rid - seg.first_rid
-        if k < 0 or seg.acked[k]:
-            return
-        seg.acked[k] = 1
-        seg.acked_count += 1
-        self._unacked -= 1
-        while seg.low < seg.count and seg.acked[seg.low]:
-            seg.low += 1
-
-    def reject(self, rid: int) -> None:
-        """Copy the record to ``rejected.log`` (it will never be re-sent) and acknowledge it."""
-        with self._lock:
-            index = self._segment_of(rid)
-            if index < len(self._segments):
-                seg = self._segments[index]
-                k = rid - seg.first_rid
-                if 0 <= k < seg.count and not seg.acked[k]:
-                    end = seg.offsets[k + 1] if k + 1 < seg.count else seg.size
-                    frame = os.pread(self._fd(seg), end - seg.offsets[k], seg.offsets[k])
-                    with open(self.directory / _REJECTED_NAME, "ab") as out:
-                        out.write(frame)
-                        out.flush()
-                        if self.fsync != "never":
-                            os.fsync(out.fileno())
-            self._ack_locked(rid)
-
+    # -- reclaiming ----------------------------------------------------------------------------
     def reclaim(self) -> int:
         """Delete sealed segments whose records are all acknowledged; return how many."""
         with self._lock:
@@ -510,7 +331,7 @@ class Spool:
                     seg.fd = None
             empty = not self._segments
             if empty and remove_if_empty:
-                rejected = self.directory / _REJECTED_NAME
+                rejected = self.directory / REJECTED_NAME
                 if not rejected.exists():
                     (self.directory / LOCK_NAME).unlink(missing_ok=True)
             self._release_lock()
