@@ -10,7 +10,7 @@ import re
 from typing import Any, Final
 
 from sessionlog.indexer.document import DEFAULT_KINDS
-from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.indexer.textfold import QUERY_TOKEN_RE, fold
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.contract import DEFAULT_EXCERPT_BYTES, DEFAULT_LIMIT, SessionQueryRequest
 from sessionlog.query.errors import SessionQueryError
@@ -59,8 +59,9 @@ def plan_request(
         if not KIND_RE.match(kind):
             raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f"unknown kind {kind!r}")
     raw_words: dict[str, str] = {}
-    for found in WORD_RE.finditer(query):
-        raw = found.group().lower()[:MAX_WORD_CHARS]
+    for found in QUERY_TOKEN_RE.finditer(query):
+        # Identifiers stay whole (``get_type``, ``2.2.1``): the tiers match them as identifiers.
+        raw = found.group().lower()[:MAX_WORD_CHARS].rstrip("_.:-")
         raw_words.setdefault(fold(raw), raw)
     if len(raw_words) > MAX_QUERY_WORDS:
         raise SessionQueryError(
