@@ -165,7 +165,7 @@ def _occurrences(word: str) -> list[dict[str, Any]]:
     out = []
     for times in range(2, MAX_COUNTED + 1):
         for field in _FIELDS:
-            rule = {"match": {"query": " ".join([word] * times), "ordered": True, "max_gaps": -1}}
+            rule = {"all_of": {"ordered": True, "intervals": [{"match": {"query": word}}] * times}}
             out.append(_const({"intervals": {field: rule}}, OCCURRENCE))
     return out
 
