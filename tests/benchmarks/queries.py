@@ -49,6 +49,7 @@ from rapidfuzz.distance import OSA
 from tests.benchmarks.corpus import is_searchable
 from tests.benchmarks.folding import TOKEN_RE, contains_all, fold, strip_accents, tokens
 from tests.benchmarks.realtext import ACCENT_FORMS
+from tests.benchmarks.variants import EXTRA_VARIANTS, build_extra
 
 __all__ = ["EDIT_OPS", "SCOPES", "VARIANTS", "Doc", "Query", "QueryGenerator", "edit_word"]
 
@@ -61,6 +62,7 @@ VARIANTS = (
     "accents_added",
     "case",
     "id_substring",
+    *EXTRA_VARIANTS,
 )
 SCOPES = ("session", "workspace")
 
@@ -307,6 +309,8 @@ class QueryGenerator:
             note = f"{head.original}→{typed[0]}"
         elif variant == "id_substring":
             return self._substring(doc, words, scope_kind, scope_id, rng)
+        elif variant in EXTRA_VARIANTS:
+            return build_extra(self, variant, doc, scope_kind, rng)
         else:
             raise ValueError(f"unknown variant {variant!r}")
 

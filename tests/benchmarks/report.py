@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BEGIN = "<!-- BEGIN relevance -->"
 END = "<!-- END relevance -->"
 TYPO_ACCENT = [v for v in VARIANTS if v.startswith(("typo", "accents"))]
-GROUP_ROWS = ("typo1", "typo (all)", "accents", "all")
+GROUP_ROWS = ("typo1", "typo (all)", "identifier / prefix", "accents", "all")
 
 
 def load_results(results_dir: Path) -> list[dict[str, Any]]:

@@ -289,7 +289,10 @@ def test_full_search_requires_every_word_and_partial_any() -> None:
     full = bool_of(search_body(plan, size=11))
     assert len(full["must"]) == 2 and "minimum_should_match" not in full
     partial = bool_of(search_body(plan, size=11, partial=True))
-    assert "must" not in partial and partial["minimum_should_match"] == 1
+    assert partial["should"] == full["must"] and partial["minimum_should_match"] == 1
+    # Only the words count towards minimum_should_match; the bonuses ride on a match_all.
+    (bonuses,) = partial["must"]
+    assert bonuses["bool"]["must"] == [{"match_all": {"boost": 0.0}}]
 
 
 def test_recency_breaks_ties_and_earlier_pages_are_excluded() -> None:

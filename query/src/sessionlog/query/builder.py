@@ -210,8 +210,10 @@ def search_body(
     should.append(_const({"exists": {"field": "text"}}, FIELD_BONUS))
     boolean: dict[str, Any] = {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}
     if partial:
-        boolean["should"] = clauses + should
+        boolean["should"] = clauses
         boolean["minimum_should_match"] = 1
+        # The bonuses must not count as a matching word: they ride on a clause every entry matches.
+        boolean["must"] = [{"bool": {"must": [{"match_all": {"boost": 0.0}}], "should": should}}]
     else:
         boolean["must"] = clauses
         boolean["should"] = should
