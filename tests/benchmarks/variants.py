@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rapidfuzz.distance import OSA
-
 from tests.benchmarks.folding import contains_all, fold
 
 if TYPE_CHECKING:
@@ -112,7 +111,9 @@ def _cut(ident: str, rng: random.Random) -> str | None:
     return ident[: sep + 1 + take]
 
 
-def build_extra(gen: QueryGenerator, variant: str, doc: Doc, scope_kind: str, rng: random.Random) -> Query | None:
+def build_extra(
+    gen: QueryGenerator, variant: str, doc: Doc, scope_kind: str, rng: random.Random
+) -> Query | None:
     """One query of an extra variant for target ``doc``, or ``None`` when the entry has no material."""
     from tests.benchmarks.queries import Query
 

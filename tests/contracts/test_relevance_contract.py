@@ -178,7 +178,7 @@ def test_a_word_prefix_ranks_above_a_typo_neighbour_and_exact_above_both(rel: Ha
 def _score(harness: Harness, sid: str, query: str, seq: int) -> float:
     result = harness.provider(Scope.session(sid)).search(SessionQueryRequest(query=query))
     (match,) = [m for m in result.matches if m.seq == seq]
-    return match.score
+    return float(match.score)
 
 
 def test_only_the_last_word_is_a_prefix(rel: Harness) -> None:

@@ -218,7 +218,7 @@ def test_short_words_match_whole_tokens_only() -> None:
     assert "fuzziness" not in str(short) and ".tri" not in str(short)
     long = word_clause("rev", "rev")
     fuzzy = [leaf for path, leaf in walk(long) if path[-1] == "fuzziness"]
-    assert fuzzy and set(fuzzy) == {"AUTO"}
+    assert fuzzy == [1, 1]  # one edit for three letters, on text and args
     assert any(path[-1] in TRIGRAM_FIELDS for path, _leaf in walk(long))
 
 
@@ -231,13 +231,14 @@ def test_a_number_has_a_substring_tier_but_no_typo_tier() -> None:
 
 
 def test_tiers_rank_exact_over_folded_over_prefix_over_fuzzy_over_substring() -> None:
-    queries = word_clause("tháng", "thang", last=True)["dis_max"]["queries"]
+    queries = word_clause("résumé", "resume", last=True)["dis_max"]["queries"]
     boosts: dict[tuple[str, str], float] = {}
     for query in queries:
         clause = query["constant_score"]["filter"]
         if "match" in clause:
             ((field, params),) = clause["match"].items()
-            tier = "fuzzy" if "fuzziness" in params else field.split(".")[-1] if "." in field else "folded"
+            fuzzy = f"fuzzy{params['fuzziness']}" if "fuzziness" in params else ""
+            tier = fuzzy or (field.split(".")[-1] if "." in field else "folded")
         elif "prefix" in clause:
             ((field, _params),) = clause["prefix"].items()
             tier = "prefix"
@@ -245,7 +246,7 @@ def test_tiers_rank_exact_over_folded_over_prefix_over_fuzzy_over_substring() ->
             ((field, _gram),) = clause["bool"]["filter"][0]["term"].items()
             tier = "tri"
         boosts[(field.split(".")[0], tier)] = query["constant_score"]["boost"]
-    order = ("exact", "folded", "prefix", "fuzzy", "tri")
+    order = ("exact", "folded", "prefix", "fuzzy1", "fuzzy2", "tri")
     text = [boosts[("text", tier)] for tier in order]
     assert text == sorted(text, reverse=True) and len(set(text)) == len(order)
     # Text over arguments is decided inside a tier (D2), not by the tiers.
@@ -260,10 +261,10 @@ def test_only_the_last_word_may_be_a_prefix() -> None:
 
 def test_a_word_with_digits_is_fuzzy_in_its_letters_only() -> None:
     clause = word_clause("pyhton3", "pyhton3")
-    (fuzzy,) = [leaf for path, leaf in walk(clause) if path[-2:] == ("text.mixed", "value")]
-    assert fuzzy == "a3|pyhton"
-    (prefix_length,) = [leaf for path, leaf in walk(clause) if path[-2:] == ("text.mixed", "prefix_length")]
-    assert prefix_length == 3
+    fuzzy = [leaf for path, leaf in walk(clause) if path[-2:] == ("text.mixed", "value")]
+    assert fuzzy == ["a3|pyhton", "a3|pyhton"]  # one edit, then two (six letters)
+    lengths = [leaf for path, leaf in walk(clause) if path[-2:] == ("text.mixed", "prefix_length")]
+    assert lengths == [3, 3]
     assert "a4|ipv" in str(word_clause("ipv4", "ipv4"))  # ipv6 has the skeleton a6: never a typo
 
 

@@ -168,7 +168,7 @@ def test_partial_ranking_is_the_python_partial_ranking(provider: SQLiteProvider)
     _assert_exact_top(result, _brute_force("ws-0", "ledger qqqzzzx", True), 20)
 
 
-def test_equal_scores_prefer_recent_entries_not_closer_spellings(tmp_path: Path) -> None:
+def test_one_edit_above_two_then_recency_not_spelling(tmp_path: Path) -> None:
     path = tmp_path / "tie.db"
     texts = ["the reason we left", "what do you reckon", "the region was cold"] + ["common words"] * 5
     records = [
@@ -182,10 +182,10 @@ def test_equal_scores_prefer_recent_entries_not_closer_spellings(tmp_path: Path)
         indexer.run_until_idle()
     with SQLiteProvider(Scope.session("t-1"), path) as provider:
         result = provider.search(SessionQueryRequest(query="rexkon"))
-    # Every one is a typo-tier match (two edits allowed for six letters): D2 orders a tier by
-    # occurrences, then field, then recency; how close the spelling is does not count.
-    assert len({m.score for m in result.matches}) == 1
-    assert [m.seq for m in result.matches] == [2, 1, 0]
+    # Every one is a typo-tier match (two edits allowed for six letters): one edit ("reckon") is
+    # the better typo tier; the two-edit ones tie and recency orders them (D2).
+    assert len({m.score for m in result.matches}) == 2
+    assert [m.seq for m in result.matches] == [1, 2, 0]
 
 
 # -- no full scans ---------------------------------------------------------------------------------

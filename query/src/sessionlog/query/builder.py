@@ -3,9 +3,10 @@
 User text only ever reaches ``match`` and ``match_phrase`` queries (never ``query_string``), so
 Lucene syntax in a query is plain data (a ``regexp`` is built from escaped word characters only).
 Ranking layers (spec D2) come from constant-score tiers per word — exact 8, folded 4, prefix 3,
-fuzzy 2, substring 1, exactly those of :mod:`sessionlog.query.scoring` — plus a phrase bonus; small
-constant terms add "more occurrences" (interval queries: a word twice, three times) and "message
-text over arguments" without crossing a tier. Recency (seq descending) breaks the remaining ties.
+fuzzy 2 (two edits 1.5), substring 1, exactly those of :mod:`sessionlog.query.scoring` — plus a
+phrase bonus; small constant terms add "more occurrences" (interval queries: a word twice, three
+times) and "message text over arguments" without crossing a tier. Recency (seq descending) breaks
+the remaining ties.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from sessionlog.query.scoring import (
     TIER_EXACT,
     TIER_FOLDED,
     TIER_FUZZY,
+    TIER_FUZZY2,
     TIER_PREFIX,
+    TIER_PREFIX_NUMBER,
     TIER_SUBSTRING,
     fuzzy_budget,
     is_compound,
@@ -70,12 +73,15 @@ def trigrams(word: str, cap: int = 12) -> list[str]:
     return grams
 
 
-def _prefix(field: str, fragment: str) -> dict[str, Any]:
-    """Tokens that extend ``fragment``; one ending in a digit must not run into a longer number."""
+def _prefix(field: str, fragment: str) -> list[dict[str, Any]]:
+    """Tokens that extend ``fragment``: a fragment ending in a digit that goes on into a longer
+    number (``2.2.1`` in ``2.2.10``) ranks below one that does not (``2.2.1-3``)."""
+    prefix = {"prefix": {field: {"value": fragment}}}
     if not fragment[-1].isdecimal():
-        return {"prefix": {field: {"value": fragment}}}
+        return [_const(prefix, TIER_PREFIX)]
     escaped = "".join(ch if ch.isalnum() else "\\" + ch for ch in fragment)
-    return {"regexp": {field: {"value": f"{escaped}([^0-9].*)?", "flags": "NONE"}}}
+    regexp = {"regexp": {field: {"value": f"{escaped}([^0-9].*)?", "flags": "NONE"}}}
+    return [_const(regexp, TIER_PREFIX), _const(prefix, TIER_PREFIX_NUMBER)]
 
 
 def _plain_tiers(raw: str, folded: str, field: str, last: bool) -> list[dict[str, Any]]:
@@ -84,22 +90,25 @@ def _plain_tiers(raw: str, folded: str, field: str, last: bool) -> list[dict[str
         _const({"match": {field: {"query": folded}}}, TIER_FOLDED),
     ]
     if last and len(folded) >= 3:
-        tiers.append(_const(_prefix(field, folded), TIER_PREFIX))
+        tiers += _prefix(field, folded)
     budget = fuzzy_budget(folded)
     key = mixed_key(folded)
-    if budget and key is None:
-        fuzzy = {"query": folded, "fuzziness": "AUTO", "prefix_length": 0, "max_expansions": _EXPANSIONS}
-        tiers.append(_const({"match": {field: fuzzy}}, TIER_FUZZY))
-    elif budget and key is not None:
-        # Digits exact (the skeleton is the fuzzy query's fixed prefix), typos in the letters.
-        skeleton, letters = key
-        mixed = {
-            "value": f"{skeleton}|{letters}",
-            "fuzziness": budget,
-            "prefix_length": len(skeleton) + 1,
-            "max_expansions": _EXPANSIONS,
-        }
-        tiers.append(_const({"fuzzy": {f"{field}.mixed": mixed}}, TIER_FUZZY))
+    for edits, tier in ((1, TIER_FUZZY), (2, TIER_FUZZY2)):
+        if edits > budget:
+            break
+        if key is None:
+            fuzzy = {"query": folded, "fuzziness": edits, "prefix_length": 0, "max_expansions": _EXPANSIONS}
+            tiers.append(_const({"match": {field: fuzzy}}, tier))
+        else:
+            # Digits exact (the skeleton is the fuzzy query's fixed prefix), typos in the letters.
+            skeleton, letters = key
+            mixed = {
+                "value": f"{skeleton}|{letters}",
+                "fuzziness": edits,
+                "prefix_length": len(skeleton) + 1,
+                "max_expansions": _EXPANSIONS,
+            }
+            tiers.append(_const({"fuzzy": {f"{field}.mixed": mixed}}, tier))
     if len(folded) >= 3:
         grams = [{"term": {f"{field}.tri": gram}} for gram in trigrams(folded)]
         tiers.append(_const({"bool": {"filter": grams}}, TIER_SUBSTRING))
@@ -113,7 +122,7 @@ def _compound_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
         _const({"match_phrase": {field: {"query": folded}}}, TIER_FOLDED),
     ]
     if len(folded) >= 3:
-        tiers.append(_const(_prefix(f"{field}.ident", folded), TIER_PREFIX))
+        tiers += _prefix(f"{field}.ident", folded)
     return tiers
 
 

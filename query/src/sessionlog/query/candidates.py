@@ -24,6 +24,7 @@ from sessionlog.query.scoring import (
     TIER_EXACT,
     TIER_FOLDED,
     TIER_FUZZY,
+    TIER_FUZZY2,
     TIER_PREFIX,
     TIER_SUBSTRING,
     fuzzy_budget,
@@ -137,7 +138,12 @@ class WordArms:
                 return [_table_arm("events_ident", phrase(f" {word}"), TIER_PREFIX)]
             return [_words_arm(phrase(word) + " *", TIER_PREFIX)]
         if phase == TYPO and self.expansions:
-            return [_words_arm(" OR ".join(phrase(t) for _, t in self.expansions), TIER_FUZZY)]
+            out = []
+            for distance, tier in ((1, TIER_FUZZY), (2, TIER_FUZZY2)):
+                terms = [phrase(t) for d, t in self.expansions if d == distance]
+                if terms:
+                    out.append(_words_arm(" OR ".join(terms), tier))
+            return out
         if phase == SUBSTRING:
             if self.plain and len(word) >= 3:
                 return [_table_arm("events_tri", phrase(word), self.substring_tier())]

@@ -12,12 +12,12 @@ counts (spec D2, D3; the OpenSearch body in :mod:`sessionlog.query.builder` give
           (``acct 9931`` for ``acct_9931``); a CJK word inside a CJK run (character bigrams)
 3 prefix  the last query word (3+ characters) as the start of a longer token (``backst`` →
           ``backstage``); an identifier as the start of an identifier token (``get_t`` →
-          ``get_type``, ``2.2.1`` → ``2.2.1-3``). A fragment ending in a digit never continues
-          into a longer number (``2.2.1`` does not find ``2.2.10``)
-2 fuzzy   within the typo budget (OpenSearch ``AUTO``: 0 edits up to 2 characters, 1 for 3–5, 2
-          from 6; an adjacent swap is one edit). In a word with digits only its letters may
-          differ, and the budget is that of its letters (``pyhton3`` → ``python3``; ``ipv4``
-          never finds ``ipv6``)
+          ``get_type``, ``2.2.1`` → ``2.2.1-3``). 2.5 when a fragment ending in a digit goes on
+          into a longer number (``2.2.1`` in ``2.2.10``, ``acct_29`` in ``acct_29615``)
+2 fuzzy   one edit (1.5: two edits) within the typo budget (OpenSearch ``AUTO``: 0 edits up to 2
+          characters, 1 for 3–5, 2 from 6; an adjacent swap is one edit). In a word with digits
+          only its letters may differ, and the budget is that of its letters (``pyhton3`` →
+          ``python3``; ``ipv4`` never finds ``ipv6``)
 1 substr  a word of 3+ characters inside a longer token (``9931`` in ``acct_9931``); an
           identifier whose parts all match somewhere
 ========  ====================================================================================
@@ -45,10 +45,13 @@ __all__ = [
     "TIER_EXACT",
     "TIER_FOLDED",
     "TIER_FUZZY",
+    "TIER_FUZZY2",
     "TIER_PREFIX",
+    "TIER_PREFIX_NUMBER",
     "TIER_SUBSTRING",
     "extends",
     "fuzzy_budget",
+    "fuzzy_tier",
     "is_compound",
     "max_bonus",
     "phrase_words",
@@ -60,13 +63,15 @@ __all__ = [
 TIER_EXACT = 8.0
 TIER_FOLDED = 4.0
 TIER_PREFIX = 3.0
+TIER_PREFIX_NUMBER = 2.5
 TIER_FUZZY = 2.0
+TIER_FUZZY2 = 1.5
 TIER_SUBSTRING = 1.0
 PHRASE_EXACT = 40.0
 PHRASE_FOLDED = 20.0
-#: Added per extra occurrence of a query word (the 2nd and 3rd count); 32 words × 2 × 0.01 stays
-#: below the smallest gap between tiers (1).
-OCCURRENCE = 0.01
+#: Added per extra occurrence of a query word (the 2nd and 3rd count); 32 words × 2 × 0.005 stays
+#: below the smallest gap between tiers (0.5).
+OCCURRENCE = 0.005
 MAX_COUNTED = 3
 #: Message text over tool arguments, below one occurrence.
 FIELD_BONUS = 0.001
@@ -112,12 +117,19 @@ def typo_match(word: str, token: str, budget: int) -> int | None:
     return distance if distance <= budget else None
 
 
-def extends(token: str, fragment: str) -> bool:
-    """Whether ``token`` is longer than ``fragment`` and starts with it, without a fragment that ends
-    in a digit running into a longer number."""
+def extends(token: str, fragment: str) -> float:
+    """The prefix tier of ``token`` for ``fragment`` (0: ``token`` does not start with it, or is it):
+    :data:`TIER_PREFIX_NUMBER` when a fragment ending in a digit goes on into a longer number."""
     if len(token) <= len(fragment) or not token.startswith(fragment):
-        return False
-    return not (fragment[-1].isdecimal() and token[len(fragment)].isdecimal())
+        return 0.0
+    if fragment[-1].isdecimal() and token[len(fragment)].isdecimal():
+        return TIER_PREFIX_NUMBER
+    return TIER_PREFIX
+
+
+def fuzzy_tier(distance: int) -> float:
+    """The tier of a typo match ``distance`` edits away."""
+    return TIER_FUZZY if distance <= 1 else TIER_FUZZY2
 
 
 def phrase_words(words: Sequence[str]) -> list[str]:
@@ -164,14 +176,19 @@ def _plain_tier(raw: str, word: str, text: _Text, last: bool) -> float:
         return TIER_EXACT
     if word in text.folded_set:
         return TIER_FOLDED
-    if last and len(word) >= 3 and any(extends(t, word) for t in text.folded_set):
-        return TIER_PREFIX
+    best = 0.0
+    if last and len(word) >= 3:
+        best = max((extends(t, word) for t in text.folded_set), default=0.0)
+        if best == TIER_PREFIX:
+            return best
     budget = fuzzy_budget(word)
-    if budget and any(typo_match(word, t, budget) is not None for t in text.folded_set):
-        return TIER_FUZZY
-    if len(word) >= 3 and word in text.joined:
+    if budget and best < TIER_FUZZY:
+        distances = [d for t in text.folded_set if (d := typo_match(word, t, budget)) is not None]
+        if distances:
+            best = max(best, fuzzy_tier(min(distances)))
+    if not best and len(word) >= 3 and word in text.joined:
         return TIER_SUBSTRING
-    return 0.0
+    return best
 
 
 def _compound_tier(raw: str, word: str, text: _Text) -> float:
@@ -180,8 +197,8 @@ def _compound_tier(raw: str, word: str, text: _Text) -> float:
     parts = WORD_RE.findall(word)
     if f" {' '.join(parts)} " in text.joined:
         return TIER_FOLDED
-    if len(word) >= 3 and any(extends(t, word) for t in text.idents):
-        return TIER_PREFIX
+    if len(word) >= 3 and (best := max((extends(t, word) for t in text.idents), default=0.0)):
+        return best
     if parts and all(_plain_tier(p, p, text, False) for p in parts):
         return TIER_SUBSTRING
     return 0.0
