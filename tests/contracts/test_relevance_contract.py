@@ -166,9 +166,11 @@ def test_identifier_and_version_fragments_find_their_identifier(rel: Harness, qu
     assert _seqs(rel, MAIN, query)[:1] == [seq]
 
 
-def test_a_version_prefix_does_not_run_into_a_longer_number(rel: Harness) -> None:
-    assert 12 not in _seqs(rel, MAIN, "2.2.1")
+def test_a_version_prefix_ranks_its_versions_above_longer_numbers(rel: Harness) -> None:
+    # 2.2.1-3 goes on after the version; 2.2.10 is another number that starts the same way.
+    assert _seqs(rel, MAIN, "2.2.1")[:2] == [6, 12]
     assert _seqs(rel, MAIN, "2.2.10") == [12]
+    assert _seqs(rel, MAIN, "acct_99") == [1]  # an id typed in part
 
 
 def test_a_word_prefix_ranks_above_a_typo_neighbour_and_exact_above_both(rel: Harness) -> None:
