@@ -153,6 +153,9 @@ def test_cjk_excerpt_is_centred_on_the_match_without_splitting_characters(rel: H
     raw = match.excerpt.encode("utf-8")
     assert len(raw) <= 60 and raw.decode("utf-8") == match.excerpt
     assert "数据库" in match.excerpt and match.excerpt.startswith("…") and match.excerpt.endswith("…")
+    two = rel.provider(Scope.session(MAIN)).search(SessionQueryRequest(query="据库", excerpt_bytes=60))
+    (match,) = [m for m in two.matches if m.seq == 13]
+    assert "据库" in match.excerpt and len(match.excerpt.encode("utf-8")) <= 60
 
 
 # -- identifiers, versions and prefixes (issue 14) -----------------------------------------------------
