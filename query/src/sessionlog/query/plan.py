@@ -7,6 +7,7 @@ Both providers call :func:`plan_request` so that a request is refused the same w
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Final
 
 from sessionlog.indexer.document import DEFAULT_KINDS
@@ -59,7 +60,8 @@ def plan_request(
         if not KIND_RE.match(kind):
             raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f"unknown kind {kind!r}")
     raw_words: dict[str, str] = {}
-    for found in QUERY_TOKEN_RE.finditer(query):
+    # NFC: decomposed input (macOS, some IMEs; Hangul typed as jamo) matches composed text.
+    for found in QUERY_TOKEN_RE.finditer(unicodedata.normalize("NFC", query)):
         # Identifiers stay whole (``get_type``, ``2.2.1``): the tiers match them as identifiers.
         raw = found.group().lower()[:MAX_WORD_CHARS].rstrip("_.:-")
         raw_words.setdefault(fold(raw), raw)
