@@ -115,6 +115,35 @@ def _targets(run: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _relevance_targets(run: dict[str, Any]) -> list[str]:
+    """Issues 14 and 18: every variant, overall, MRR, the margin over pg_trgm, clean and accents."""
+    systems = _measured(run)
+    ours = [s for s in systems if s["name"].startswith("sessionlog")]
+    trgm = [s for s in systems if s["name"].startswith("pg_trgm")]
+    if not ours:
+        return []
+    lines = ["### Targets of issues 14 and 18: where we stand", ""]
+    best_recall = max((s["relevance"]["all"]["all"]["recall_at_10"] for s in trgm), default=None)
+    best_mrr = max((s["relevance"]["all"]["all"]["mrr_at_10"] for s in trgm), default=None)
+    for system in ours:
+        rel = system["relevance"]
+        worst = min(VARIANTS, key=lambda v: rel[v]["all"]["recall_at_10"])
+        recall, mrr = rel["all"]["all"]["recall_at_10"], rel["all"]["all"]["mrr_at_10"]
+        clean = min(rel[v]["all"]["recall_at_10"] for v in ("clean", "accents_stripped", "accents_added"))
+        margin = ""
+        if best_recall is not None and best_mrr is not None:
+            margin = (
+                f"; vs best pg_trgm recall@10 +{_f(recall - best_recall)} and MRR@10 "
+                f"+{_f(mrr - best_mrr)} (target +0.05)"
+            )
+        lines.append(
+            f"- {system['name']}: lowest variant {worst} {_f(rel[worst]['all']['recall_at_10'])} (≥ 0.95); "
+            f"recall@10 {_f(recall)} (≥ 0.97), MRR@10 {_f(mrr)} (≥ 0.92){margin}; clean and accents "
+            f"lowest {_f(clean)} (≥ 0.99)."
+        )
+    return [*lines, ""]
+
+
 def render(runs: list[dict[str, Any]], img_dir_rel: str = "img") -> str:
     run = runs[-1]
     cfg = run["config"]
@@ -274,6 +303,7 @@ def render(runs: list[dict[str, Any]], img_dir_rel: str = "img") -> str:
         "",
     ]
     lines += _targets(run)
+    lines += _relevance_targets(run)
     lines += [
         "### How this is measured",
         "",
