@@ -29,14 +29,24 @@ from tests.benchmarks.folding import contains_all, fold
 if TYPE_CHECKING:
     from tests.benchmarks.queries import Doc, Query, QueryGenerator
 
-__all__ = ["EXTRA_VARIANTS", "build_extra"]
+__all__ = ["EXTRA_VARIANTS", "build_extra", "has_cjk"]
 
 EXTRA_VARIANTS = ("digit_typo", "id_prefix", "version_prefix", "word_prefix", "cjk")
 
 _MIXED = re.compile(r"[^\W_]+")
 _IDENT = re.compile(r"(?<![^\W_])[^\W_]+(?:[_.:-][^\W_]+)+")
 _VERSION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)+)([-~+:][0-9A-Za-z][\w.+~-]*)")
-_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{3,}")
+_CJK_CLASS = "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
+_CJK_RUN = re.compile(_CJK_CLASS + "{3,}")
+_CJK_ANY = re.compile(_CJK_CLASS)
+
+
+def has_cjk(word: str) -> bool:
+    """Whether ``word`` holds Chinese, Japanese or Korean characters: the keyboard typo and accent
+    models are for alphabetic scripts, so those variants leave such words to the ``cjk`` variant."""
+    return _CJK_ANY.search(word) is not None
+
+
 _WORD = re.compile(r"[^\W\d_]{7,}")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -84,6 +94,7 @@ def _digit_typo(gen: QueryGenerator, doc: Doc, rng: random.Random) -> tuple[str,
         and sum(c.isalpha() for c in w) >= 4
         and max(len(r) for r in re.findall(r"[^\W\d_]+", w) or [""]) >= 3
         and 0 < gen.df.get(w, 0) <= gen.max_df
+        and not has_cjk(w)
     ]
     if not words:
         return None
@@ -147,7 +158,11 @@ def build_extra(
     elif variant == "word_prefix":
         if doc.workspace_id != _largest_workspace(gen):
             return None
-        pool = [w for w in gen._distinctive(gen._words(doc), rng, alpha=True) if _WORD.fullmatch(w.folded)]
+        pool = [
+            w
+            for w in gen._distinctive(gen._words(doc), rng, alpha=True)
+            if _WORD.fullmatch(w.folded) and not has_cjk(w.folded)
+        ]
         if not pool:
             return None
         head = pool[0]
