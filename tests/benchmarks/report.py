@@ -308,11 +308,12 @@ def render(runs: list[dict[str, Any]], img_dir_rel: str = "img") -> str:
         "### How this is measured",
         "",
         "- Corpus: `tests/benchmarks/corpus.py` (chitchat-dataset conversations → sessions; tool calls "
-        "and results from Debian changelogs, Python stdlib sources and synthetic SQL/CRM output with "
-        "real accented names; compaction summaries; Zipf-sized workspaces; ≥ 1M entries by repeated "
-        "passes with perturbed ids).",
-        "- Queries and ground truth: `tests/benchmarks/queries.py`; containment rule (case/accent "
-        "folding, 3+ character words match inside tokens): `tests/benchmarks/folding.py`.",
+        "and results from Debian changelogs, Python stdlib sources, Chinese/Japanese/Korean messages of "
+        "Debian translation catalogs and synthetic SQL/CRM output with real accented names; compaction "
+        "summaries; Zipf-sized workspaces; ≥ 1M entries by repeated passes with perturbed ids).",
+        "- Queries and ground truth: `tests/benchmarks/queries.py` and `tests/benchmarks/variants.py` "
+        "(digit typos, identifier/version/word prefixes, CJK); containment rule (case/accent folding, "
+        "3+ character words match inside tokens): `tests/benchmarks/folding.py`.",
         "- recall@10 = relevant entries in the top 10 / min(relevant, 10); MRR@10 = 1 / rank of the "
         "first relevant entry (0 if none in the top 10); both averaged over queries.",
         "- Systems: `tests/benchmarks/sys_*.py`; PostgreSQL runs in a private cluster started by the "
