@@ -79,11 +79,16 @@ def _errors() -> Iterator[None]:
 
 # -- local stack ----------------------------------------------------------------------------------
 @app.command()
-def up(fresh: Annotated[bool, typer.Option(help="Wipe data before starting.")] = False) -> None:
+def up(
+    fresh: Annotated[bool, typer.Option(help="Wipe data before starting.")] = False,
+    secure: Annotated[
+        bool, typer.Option(help="TLS, SASL/SCRAM + ACLs, security plugin (docs/security.md).")
+    ] = False,
+) -> None:
     """Start the local Kafka and OpenSearch (fetched from Maven Central on first use)."""
     from sessionlog.cli.stack import run_stack
 
-    raise typer.Exit(run_stack("up", *(["--fresh"] if fresh else [])))
+    raise typer.Exit(run_stack("up", *(["--fresh"] if fresh else []), *(["--secure"] if secure else [])))
 
 
 @app.command()
@@ -331,6 +336,14 @@ def _table(title: str, columns: list[str]) -> Table:
 from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands (sessions, read, trace)
 
 register(app)
+
+from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 - sessionlog export
+
+register_export(app)
+
+from sessionlog.cli.mcp_cmd import register as register_mcp  # noqa: E402 - sessionlog mcp
+
+register_mcp(app)
 
 
 if __name__ == "__main__":  # pragma: no cover
