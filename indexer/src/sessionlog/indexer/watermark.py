@@ -11,9 +11,9 @@ import logging
 import threading
 import time
 
-from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.errors import IndexerError
 from sessionlog.indexer.metrics import IndexerMetrics
-from sessionlog.indexer.opensearch_view import OpenSearchView
+from sessionlog.indexer.ports import SessionView
 
 __all__ = ["WatermarkPublisher"]
 
@@ -23,7 +23,7 @@ log = logging.getLogger("sessionlog.indexer")
 class WatermarkPublisher:
     """Background refresh + watermark publication; ``offer`` never blocks on OpenSearch."""
 
-    def __init__(self, view: OpenSearchView, topic: str, metrics: IndexerMetrics, interval_s: float) -> None:
+    def __init__(self, view: SessionView, topic: str, metrics: IndexerMetrics, interval_s: float) -> None:
         self.view = view
         self.topic = topic
         self.metrics = metrics
@@ -54,7 +54,7 @@ class WatermarkPublisher:
         try:
             self.view.refresh()
             self.view.publish_watermarks(self.topic, offsets)
-        except ViewUnavailable as err:
+        except IndexerError as err:  # retried with the next publication, whatever the cause
             log.warning("watermark not published: %s", err)
             with self._lock:  # keep them; a later publication covers them
                 for partition, value in offsets.items():
