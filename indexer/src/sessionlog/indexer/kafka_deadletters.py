@@ -44,10 +44,16 @@ def _drain(consumer: KafkaConsumer, partitions: list[TopicPartition], limit: int
 class KafkaDeadLetters:
     """Dead letters of ``kafka.topic`` (the producer is created on first use)."""
 
-    def __init__(self, kafka: KafkaSettings, *, replay_group: str = "sessionlog-dlq-replay") -> None:
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        *,
+        replay_group: str = "sessionlog-dlq-replay",
+        producer: KafkaProducer | None = None,
+    ) -> None:
         self.kafka = kafka
         self.replay_group = replay_group
-        self._producer: KafkaProducer | None = None
+        self._producer: KafkaProducer | None = producer
 
     @property
     def topic(self) -> str:

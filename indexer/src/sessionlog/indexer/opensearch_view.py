@@ -12,7 +12,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
-from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
+from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, SSLError, TransportError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from sessionlog.indexer.document import (
@@ -131,6 +131,8 @@ class OpenSearchView(ViewWrites):
                 body = sessions_index_body(self.settings.shards, self.settings.replicas)
                 body["aliases"] = {self.sessions: {}}
                 self._create_index(f"{self.sessions}-v1", body)
+        except SSLError:
+            raise  # translated at the edge: a certificate problem is not an outage
         except (OSConnectionError, ConnectionTimeout) as err:
             raise ViewUnavailable(f"OpenSearch unreachable at {self.settings.url}: {err}") from err
 
@@ -203,6 +205,8 @@ class OpenSearchView(ViewWrites):
     def refresh(self) -> None:
         try:
             self.client.indices.refresh(index=f"{self.events},{self.sessions}")
+        except SSLError:
+            raise
         except (OSConnectionError, ConnectionTimeout) as err:
             raise ViewUnavailable(f"OpenSearch unreachable: {err}") from err
 
@@ -275,6 +279,8 @@ class OpenSearchView(ViewWrites):
         """Send ``pending``; record final results and leave only the retriable failures in it."""
         try:
             results = self._bulk_once([a for _, a in pending])
+        except SSLError:
+            raise
         except (OSConnectionError, ConnectionTimeout) as err:
             raise _RetryItems(f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}") from err
         except TransportError as err:
@@ -331,10 +337,7 @@ class OpenSearchView(ViewWrites):
                     "published_ms": int(time.time() * 1000),
                 }
             )
-        try:
-            self.client.bulk(body=lines, refresh="true")
-        except (OSConnectionError, ConnectionTimeout, TransportError) as err:
-            raise ViewUnavailable(f"cannot publish watermarks: {err}") from err
+        self.client.bulk(body=lines, refresh="true")
 
     @os_edge_method("read watermarks")
     def read_watermarks(self, topic: str) -> dict[int, dict[str, Any]]:

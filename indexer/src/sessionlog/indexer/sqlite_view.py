@@ -242,6 +242,7 @@ class SQLiteView(ViewWrites):
             sqlite3.InterfaceError,
             ValueError,
             TypeError,
+            KeyError,
         ) as err:
             self._undo_item()
             return WriteResult(action, Outcome.REJECTED, f"document not accepted: {err}")

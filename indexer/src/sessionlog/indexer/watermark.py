@@ -29,6 +29,7 @@ class WatermarkPublisher:
         self.metrics = metrics
         self.interval_s = interval_s
         self._lock = threading.Condition()
+        self._publishing = threading.Lock()
         self._offsets: dict[int, tuple[int, int]] = {}
         self._times: list[float] = []
         self._stop = False
@@ -42,11 +43,13 @@ class WatermarkPublisher:
             self._lock.notify()
 
     def publish_now(self) -> None:
-        """Refresh and publish whatever is pending, on the caller's thread."""
-        with self._lock:
-            offsets, times = self._offsets, self._times
-            self._offsets, self._times = {}, []
-        self._publish(offsets, times)
+        """Refresh and publish whatever is pending, on the caller's thread, after any publication
+        the thread has in flight (so everything offered before this call is published on return)."""
+        with self._publishing:
+            with self._lock:
+                offsets, times = self._offsets, self._times
+                self._offsets, self._times = {}, []
+            self._publish(offsets, times)
 
     def _publish(self, offsets: dict[int, tuple[int, int]], times: list[float]) -> None:
         if not offsets:
@@ -77,10 +80,11 @@ class WatermarkPublisher:
             if wait > 0:
                 time.sleep(wait)
             last = time.monotonic()
-            with self._lock:
-                offsets, times = self._offsets, self._times
-                self._offsets, self._times = {}, []
-            self._publish(offsets, times)
+            with self._publishing:
+                with self._lock:
+                    offsets, times = self._offsets, self._times
+                    self._offsets, self._times = {}, []
+                self._publish(offsets, times)
 
     def close(self) -> None:
         """Stop the thread and publish what is left. Idempotent."""
