@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest import Pipeline
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from sessionlog.indexer import Runner, RunStats, decode_envelope, kafka_runner
 from sessionlog.indexer.kafka_deadletters import KafkaDeadLetters
@@ -247,33 +247,65 @@ def _worker_process(pipeline: Pipeline) -> subprocess.Popen[bytes]:
     )
 
 
-def _produce_stream(
-    pipeline: Pipeline, sessions: int, per_session: int, pause_every: int = 500
-) -> threading.Thread:
-    def run() -> None:
-        producer = _producer(pipeline)
+class _Stream(threading.Thread):
+    """Produces ``per_session`` events to each of ``sessions`` sessions, checking every ack: a record
+    the broker did not take is a failure of the test's producer, not of the indexer."""
+
+    def __init__(self, pipeline: Pipeline, sessions: int, per_session: int, pause_every: int) -> None:
+        super().__init__()
+        self.pipeline, self.sessions, self.per_session, self.pause_every = (
+            pipeline,
+            sessions,
+            per_session,
+            pause_every,
+        )
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        producer = _producer(self.pipeline)
+        futures = []
         try:
             n = 0
-            for seq in range(per_session):
-                for s in range(sessions):
-                    producer.send(
-                        pipeline.kafka.topic,
-                        key=f"k-{s}".encode(),
-                        value=orjson.dumps(_event(f"k-{s}", seq, f"event {seq} of k-{s} body {s * seq}")),
+            for seq in range(self.per_session):
+                for s in range(self.sessions):
+                    futures.append(
+                        producer.send(
+                            self.pipeline.kafka.topic,
+                            key=f"k-{s}".encode(),
+                            value=orjson.dumps(_event(f"k-{s}", seq, f"event {seq} of k-{s} body {s * seq}")),
+                        )
                     )
                     n += 1
-                    if n % pause_every == 0:
+                    if n % self.pause_every == 0:
                         time.sleep(0.05)
             producer.flush(timeout=120)
+            for future in futures:
+                try:
+                    future.get(timeout=120)
+                except Exception as err:  # reported by the test
+                    self.errors.append(repr(err))
         finally:
             producer.close()
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
+
+def _produce_stream(pipeline: Pipeline, sessions: int, per_session: int, pause_every: int = 500) -> _Stream:
+    stream = _Stream(pipeline, sessions, per_session, pause_every)
+    stream.start()
+    return stream
+
+
+def _topic_records(pipeline: Pipeline) -> int:
+    consumer = KafkaConsumer(**pipeline.kafka.client_config())
+    try:
+        topic = pipeline.kafka.topic
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        return sum(consumer.end_offsets(partitions).values())
+    finally:
+        consumer.close()
 
 
 def _assert_exact(pipeline: Pipeline, sessions: int, per_session: int) -> None:
+    assert _topic_records(pipeline) == sessions * per_session, "the topic itself is short"
     view = pipeline.view()
     view.refresh()
     assert _count(pipeline) == sessions * per_session
@@ -308,6 +340,7 @@ def test_kill_9_five_times_then_one_until_idle_run_holds_every_event(pipeline: P
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=30)
     producer.join(timeout=300)
+    assert not producer.errors, producer.errors[:3]
     done = subprocess.run(
         [sys.executable, "-m", "sessionlog.cli.main", "index", "--until-idle"],
         env=_worker_env(pipeline),
@@ -394,6 +427,7 @@ def test_opensearch_outage_then_recovery(pipeline: Pipeline) -> None:
         _stack("start-opensearch")
         restarted = time.monotonic()
         producer.join(timeout=300)
+        assert not producer.errors, producer.errors[:3]
         deadline = time.monotonic() + 180
         while (
             time.monotonic() < deadline

@@ -92,6 +92,7 @@ class BatchProcessor:
                             "conflict",
                             result.reason or "conflict",
                             field="seq",
+                            http_status=409,  # the envelope field keeps its documented meaning
                             existing=result.existing,
                         )
                     )
