@@ -224,3 +224,45 @@ def test_a_document_sqlite_refuses_is_a_rejected_outcome_not_an_error(tmp_path: 
         view.ensure_schema()
         (result,) = view.write([Action("create", "events", "s:0", "s", {"seq": 0})])  # no fields
     assert result.outcome is Outcome.REJECTED and result.reason
+
+
+class _Record:
+    def __init__(self, partition: int, offset: int) -> None:
+        self.topic, self.partition, self.offset = "t", partition, offset
+        self.key, self.value, self.timestamp = b"k", b"{}", 0
+
+
+class JoiningConsumer:
+    """Joins the group during the first poll (nothing was assigned, so nothing was paused) and
+    returns records from it, as kafka-python does."""
+
+    def __init__(self) -> None:
+        from kafka import TopicPartition
+
+        self.tp = TopicPartition("t", 0)
+        self.assigned: set[Any] = set()
+        self.paused: set[Any] = set()
+        self.seeks: list[tuple[Any, int]] = []
+
+    def assignment(self) -> set[Any]:
+        return set(self.assigned)
+
+    def pause(self, *tps: Any) -> None:
+        self.paused.update(tps)
+
+    def resume(self, *tps: Any) -> None:
+        self.paused.difference_update(tps)
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[_Record]]:
+        self.assigned.add(self.tp)
+        return {self.tp: [_Record(0, 7), _Record(0, 8)]}
+
+    def seek(self, tp: Any, offset: int) -> None:
+        self.seeks.append((tp, offset))
+
+
+def test_holding_never_skips_records_fetched_by_a_join() -> None:
+    consumer = JoiningConsumer()
+    source = KafkaSource(KafkaSettings(topic="t"), IndexerSettings(), consumer=consumer)
+    source.hold(0.01)
+    assert consumer.seeks == [(consumer.tp, 7)]

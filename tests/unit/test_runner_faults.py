@@ -8,6 +8,7 @@ in-memory dead-letter store that can fail. No servers.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -222,14 +223,26 @@ def _run(tmp_path: Path, faults: Faults, *, lose_commit: bool = False) -> tuple[
         watermark_interval_s=0.01,
         idle_timeout_s=60,
     )
+    # A long-running indexer (not ``until_idle``, which fails fast before its first batch).
     stop = threading.Event()
-    timer = threading.Timer(60, stop.set)  # a hang fails the test instead of blocking the suite
-    timer.start()
-    try:
-        runner.run(until_idle=True, stop=stop)
-    finally:
-        timer.cancel()
-    assert not stop.is_set(), "the runner did not finish"
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            runner.run(stop=stop)
+        except BaseException as err:  # re-raised below
+            failure.append(err)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and not source.caught_up() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    thread.join(timeout=30)
+    if failure:
+        raise failure[0]
+    assert source.caught_up(), "the runner did not finish"
     return runner, source
 
 
@@ -294,3 +307,31 @@ def test_a_non_retriable_fault_stops_the_runner(tmp_path: Path, phase: str, erro
     with pytest.raises(type(error)):
         _run(tmp_path, faults)
     assert faults.hits[phase] == 1  # not retried
+
+
+def test_until_idle_fails_at_once_when_it_never_reached_its_servers(tmp_path: Path) -> None:
+    faults = Faults()
+    faults.arm("poll", SourceUnavailable("cannot join group at kafka.invalid:9092"))
+    source = MemorySource(faults, _records())
+    runner = Runner(source, FaultyView(faults, SQLiteView(tmp_path / "v.db")), MemoryDeadLetters(faults))
+    with pytest.raises(SourceUnavailable):
+        runner.run(until_idle=True)
+    runner.close()
+    assert faults.hits["poll"] == 1
+
+
+def test_until_idle_waits_out_an_outage_once_it_has_worked(tmp_path: Path) -> None:
+    faults = Faults()
+    source = MemorySource(faults, _records())
+    runner = Runner(
+        source,
+        FaultyView(faults, SQLiteView(tmp_path / "v.db")),
+        MemoryDeadLetters(faults),
+        batch_max=16,
+        backoff_max_s=0.01,
+    )
+    assert runner.step() > 0
+    faults.arm("bulk", ViewUnavailable("node restarting"), times=3)
+    runner.run(until_idle=True)
+    assert faults.hits["bulk"] == 3 and source.caught_up()
+    runner.close()

@@ -139,7 +139,13 @@ class KafkaSource:
             assigned = list(consumer.assignment())
             consumer.pause(*assigned)
             try:
-                consumer.poll(timeout_ms=int(seconds * 1000))  # keeps the membership alive
+                polled = consumer.poll(timeout_ms=int(seconds * 1000))  # keeps the membership alive
+                # Partitions assigned during that poll (the first join, a rebalance) were not
+                # paused, so it may have fetched records: put the position back so that none is
+                # skipped.
+                for tp, records in polled.items():
+                    if records:
+                        consumer.seek(tp, records[0].offset)
             finally:
                 consumer.resume(*[tp for tp in assigned if tp in consumer.assignment()])
 

@@ -85,6 +85,7 @@ class Runner:
             MetricsServer(self.metrics, metrics_port, host=metrics_host) if metrics_port is not None else None
         )
         self._ready = False
+        self._worked = False  # a step has completed: the source and the view were reached
         self._last_lag = 0.0
         self._lock = threading.Lock()
         self._closed = False
@@ -111,7 +112,9 @@ class Runner:
             if self._closed:
                 raise ViewUnavailable("the runner was closed")
             self._prepare()
-            return self._step()
+            consumed = self._step()
+            self._worked = True
+            return consumed
 
     def _step(self) -> int:
         poll = self.source.poll(self.batch_max, self.poll_timeout_s)
@@ -182,7 +185,8 @@ class Runner:
         """Project batches until ``stop`` is set or, with ``until_idle``, until the group's committed
         position reaches the end of the whole log. Retriable faults are survived; a non-retriable
         one is raised. ``until_idle`` raises :class:`NotCaughtUp` after ``idle_timeout_s`` without
-        progress (e.g. a partition held by a member that never comes back)."""
+        progress (e.g. a partition held by a member that never comes back); before its first
+        successful batch a retriable fault also stops an ``until_idle`` run (unreachable servers)."""
         stop = stop or threading.Event()
         backoff = 0.0
         deadline: float | None = None
@@ -205,7 +209,10 @@ class Runner:
                         break
                     deadline = deadline or time.monotonic() + self.idle_timeout_s
             except IndexerError as err:
-                if not err.retriable:
+                # A one-shot catch-up that has never reached its servers reports at once: a wrong
+                # address must fail in seconds, not after the idle timeout. Once it has worked,
+                # an outage is waited out like in a long-running indexer.
+                if not err.retriable or (until_idle and not self._worked):
                     raise
                 last_error = err
                 backoff = self._survive(err, stop, backoff)

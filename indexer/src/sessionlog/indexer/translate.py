@@ -148,12 +148,14 @@ def opensearch_edge(
 
 
 def os_edge_method(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorator form of :func:`opensearch_edge` for view methods."""
+    """Decorator form of :func:`opensearch_edge` for view methods (the message names the view's
+    ``settings.url``)."""
 
     def wrap(func: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(func)
         def inner(*args: P.args, **kwargs: P.kwargs) -> R:
-            with opensearch_edge(what):
+            url = getattr(getattr(args[0] if args else None, "settings", None), "url", None)
+            with opensearch_edge(f"{what} at {url}" if url else what):
                 return func(*args, **kwargs)
 
         return inner
