@@ -24,6 +24,7 @@ from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
 from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters
 from sessionlog.indexer.sqlite_source import SQLiteSource
 from sessionlog.indexer.sqlite_view import SQLiteView
+from sessionlog.ingest.errors import IngestError, LogUnavailable
 from sessionlog.ingest.settings import KafkaSettings
 
 
@@ -266,3 +267,21 @@ def test_holding_never_skips_records_fetched_by_a_join() -> None:
     source = KafkaSource(KafkaSettings(topic="t"), IndexerSettings(), consumer=consumer)
     source.hold(0.01)
     assert consumer.seeks == [(consumer.tp, 7)]
+
+
+@pytest.mark.parametrize(
+    ("error", "retriable"),
+    [
+        (LogUnavailable("cannot reach Kafka at 127.0.0.1:1: KafkaTimeoutError"), True),
+        (IngestError("a settings problem"), False),
+    ],
+)
+def test_ingest_errors_from_shared_kafka_helpers_are_translated(
+    error: Exception, retriable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_ensure(_: object) -> None:
+        raise error
+
+    monkeypatch.setattr("sessionlog.indexer.kafka_source.ensure_topics", failing_ensure)
+    source = KafkaSource(KafkaSettings(), IndexerSettings())
+    _check(lambda: source.poll(1, 0.01), retriable)

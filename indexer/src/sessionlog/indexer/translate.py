@@ -182,12 +182,18 @@ def kafka_edge(
     unavailable: type[IndexerError] = SourceUnavailable,
     failed: type[IndexerError] = SourceFailed,
 ) -> Iterator[None]:
-    """Translate kafka-python / socket exceptions raised inside the block."""
+    """Translate kafka-python / socket exceptions (and the ingest errors of the Kafka helpers the
+    adapters share with ingest) raised inside the block."""
     from kafka.errors import KafkaError
+
+    from sessionlog.ingest.errors import IngestError
 
     try:
         yield
     except IndexerError:
         raise
+    except IngestError as err:  # ensure_topics and other ingest helpers used by the adapters
+        kind = unavailable if getattr(err, "retriable", False) else failed
+        raise kind(f"{what}: {_first_line(err)}") from err
     except (KafkaError, OSError) as err:
         raise kafka_error(err, what, unavailable, failed) from err
