@@ -88,6 +88,9 @@ class MemorySource:
     def topic(self) -> str:
         return "t"
 
+    def open(self) -> None:
+        pass
+
     def poll(self, max_records: int, timeout_s: float) -> Poll:
         self.faults.hit("poll")
         entries: list[Entry | InvalidEntry] = []

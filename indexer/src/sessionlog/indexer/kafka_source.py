@@ -95,6 +95,9 @@ class KafkaSource:
         self._consumer = consumer
         return consumer
 
+    def open(self) -> None:
+        self._open()
+
     def poll(self, max_records: int, timeout_s: float) -> Poll:
         consumer = self._open()
         with kafka_edge("poll"):

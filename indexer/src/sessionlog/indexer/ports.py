@@ -94,6 +94,10 @@ class EntrySource(Protocol):
         """The name of the log (Kafka topic, or ``log`` for the SQLite table)."""
         ...
 
+    def open(self) -> None:
+        """Connect (join the group, check the file) now rather than at the first poll."""
+        ...
+
     def poll(self, max_records: int, timeout_s: float) -> Poll:
         """The next batch (possibly empty after ``timeout_s``), decoded."""
         ...

@@ -97,6 +97,7 @@ class Runner:
     def _prepare(self) -> None:
         if self._ready:
             return
+        self.source.open()  # the log first: a wrong log address is reported before any view work
         self.view.ensure_schema()
         if self.view.publishes_watermarks and self._publisher is None:
             self._publisher = WatermarkPublisher(

@@ -100,6 +100,9 @@ class SQLiteSource:
     def _end(self) -> int:
         return int(self.conn.execute("SELECT coalesce(max(offset), 0) FROM log").fetchone()[0])
 
+    def open(self) -> None:
+        """Nothing to do: the connection is open (``open_embedded`` checked the file)."""
+
     def poll(self, max_records: int, timeout_s: float) -> Poll:
         conn = self.conn
         with self._edge("read the log"):
