@@ -90,6 +90,10 @@ class KafkaSource:
                 auto_offset_reset="earliest",
                 max_poll_records=self.settings.batch_max,
                 max_partition_fetch_bytes=MAX_RECORD_BYTES + 1024 * 1024,
+                # A leader that joined while the broker restarted may assign without knowing the
+                # topic's partitions; the group rejoins when fresh metadata shows them, so fetch it
+                # every few seconds instead of kafka-python's five minutes.
+                metadata_max_age_ms=10_000,
             )
             consumer.subscribe([self.kafka.topic], listener=_Listener(self))
         self._consumer = consumer
