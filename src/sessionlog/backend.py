@@ -34,16 +34,14 @@ if TYPE_CHECKING:
     from sessionlog.indexer.ports import DeadLetters
     from sessionlog.indexer.runner import Runner
     from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
-    from sessionlog.ingest.appender import Appender
+    from sessionlog.ingest.entry_log import EntryLog
     from sessionlog.ingest.settings import KafkaSettings
-    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
     from sessionlog.query.opensearch_provider import OpenSearchProvider
     from sessionlog.query.scope import Scope
     from sessionlog.query.session_reader import SessionReader
     from sessionlog.query.sqlite_provider import SQLiteProvider
     from sessionlog.query.sqlite_reader import SQLiteSessionReader
 
-    EntryLog = Appender | SQLiteEntryLog
     Provider = OpenSearchProvider | SQLiteProvider
     Reader = SessionReader | SQLiteSessionReader
 
@@ -115,8 +113,8 @@ class _CatchUp:
         from sessionlog.indexer.embedded import embedded_runner
 
         with self._lock:
-            if self._closed:
-                return
+            if self._closed or not self.path.exists():
+                return  # nothing appended yet; a read command must not create the file
             if self._indexer is None:
                 self._indexer = embedded_runner(self.path)
             while self._indexer.step():

@@ -228,6 +228,14 @@ from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands 
 register(app)
 register_ops(app)
 
+from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 - sessionlog export
+
+register_export(app)
+
+from sessionlog.cli.mcp_cmd import register as register_mcp  # noqa: E402 - sessionlog mcp
+
+register_mcp(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()

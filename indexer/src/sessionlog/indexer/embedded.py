@@ -20,6 +20,7 @@ from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters, list_dead_l
 from sessionlog.indexer.sqlite_source import SQLiteSource, ensure_indexer_schema
 from sessionlog.indexer.sqlite_view import SQLiteView, ensure_view_schema
 from sessionlog.indexer.translate import sqlite_error
+from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, ensure_log_schema
 
 __all__ = ["embedded_runner", "list_dead_letters", "open_embedded"]
@@ -36,10 +37,16 @@ def open_embedded(
     target = Path(path).expanduser()
     try:
         conn = connect(target, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
+    except IngestError as err:  # the ingest side translated sqlite3 already
+        raise (SourceUnavailable if err.retriable else SourceFailed)(str(err)) from err
     except sqlite3.Error as err:
         raise sqlite_error(err, f"cannot open {target}", SourceUnavailable, SourceFailed) from err
     try:
-        ensure_log_schema(conn)
+        try:
+            ensure_log_schema(conn)
+        except IngestError as err:
+            conn.close()
+            raise (SourceUnavailable if err.retriable else SourceFailed)(str(err)) from err
         ensure_view_schema(conn)
         ensure_indexer_schema(conn)
         # A foreign table named "log" (or an old file) fails here rather than on every poll.

@@ -42,6 +42,7 @@ from sessionlog.indexer.projector import Action, SessionProjection, project_reco
 from sessionlog.indexer.textfold import WORD_RE, fold
 from sessionlog.indexer.translate import sqlite_edge, sqlite_error
 from sessionlog.indexer.view_writes import ViewWrites
+from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, rollback
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
@@ -161,8 +162,9 @@ class SQLiteView(ViewWrites):
             assert path is not None
             try:
                 conn = connect(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
-            except sqlite3.Error as err:
-                raise sqlite_error(err, f"cannot open {path}") from err
+            except IngestError as err:
+                kind = ViewUnavailable if err.retriable else ViewFailed
+                raise kind(f"cannot open {path}: {err}") from err
         self.conn = conn
         self.attempts = 0
         self._known_terms: set[str] = set()

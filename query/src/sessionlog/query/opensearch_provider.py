@@ -15,7 +15,7 @@ from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportE
 from sessionlog.indexer.document import events_alias, sessions_alias, watermarks_index
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.settings import describe_settings_error
-from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan, browse_body, count_body, search_body
+from sessionlog.query.builder import QueryPlan, browse_body, count_body, search_body
 from sessionlog.query.clients import shared_client
 from sessionlog.query.contract import (
     DEFAULT_LIMIT,
@@ -128,7 +128,13 @@ class OpenSearchProvider:
         budget = excerpt_budget(request)
         routing = self._routing(session_id)
         fingerprint = request_fingerprint(
-            self.scope.fingerprint(), session_id, plan.words, plan.kinds, plan.limit, budget
+            self.scope.fingerprint(),
+            session_id,
+            plan.words,
+            plan.kinds,
+            plan.limit,
+            budget,
+            plan.exclude_tools,
         )
         after: list[Any] | None = None
         partial = False
@@ -189,7 +195,7 @@ class OpenSearchProvider:
                     break
                 if record.type not in plan.kinds or not (record.text or "").strip():
                     continue
-                if plan.default_kinds and record.tool_name == SEARCH_TOOL_NAME:
+                if plan.default_kinds and record.tool_name in plan.exclude_tools:
                     continue
                 entries.append(record)
         if not entries:
