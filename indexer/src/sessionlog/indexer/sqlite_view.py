@@ -36,6 +36,7 @@ from typing import Any, Final
 import orjson
 
 from sessionlog.indexer.document import fold_event
+from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
