@@ -11,8 +11,10 @@ __all__ = [
     "DeadLetterUnavailable",
     "IndexerError",
     "NotCaughtUp",
+    "SourceAccessDenied",
     "SourceFailed",
     "SourceUnavailable",
+    "ViewAccessDenied",
     "ViewFailed",
     "ViewUnavailable",
 ]
@@ -59,3 +61,13 @@ class NotCaughtUp(IndexerError):
     """``--until-idle`` waited its whole budget without the group reaching the end of the topic."""
 
     retriable = False
+
+
+class ViewAccessDenied(ViewFailed):
+    """OpenSearch refused this client (TLS trust, login, or a missing permission, named in the
+    message). Not retriable: fix the configuration."""
+
+
+class SourceAccessDenied(SourceFailed):
+    """Kafka refused this worker (TLS trust, SASL login or a missing ACL, named in the message).
+    Not retriable: fix the configuration."""

@@ -72,7 +72,7 @@ class KafkaDeadLetters:
     def park(self, letters: Sequence[DeadLetter]) -> None:
         if not letters:
             return
-        with kafka_edge("park dead letters", DeadLetterUnavailable, SourceFailed):
+        with kafka_edge("park dead letters", DeadLetterUnavailable, SourceFailed, kafka=self.kafka):
             producer = self._open_producer()
             futures = [producer.send(self.topic, key=x.key, value=encode_envelope(x)) for x in letters]
             producer.flush(timeout=60)
@@ -84,7 +84,7 @@ class KafkaDeadLetters:
             )
 
     def list(self, limit: int | None = 100) -> list[dict[str, Any]]:
-        with kafka_edge("list dead letters"):
+        with kafka_edge("list dead letters", kafka=self.kafka):
             ensure_topics(self.kafka)
             consumer = KafkaConsumer(**self.kafka.client_config(), enable_auto_commit=False)
             try:
@@ -104,7 +104,7 @@ class KafkaDeadLetters:
                 consumer.close()
 
     def replay(self) -> int:
-        with kafka_edge("replay dead letters"):
+        with kafka_edge("replay dead letters", kafka=self.kafka):
             ensure_topics(self.kafka)
             consumer = KafkaConsumer(
                 **self.kafka.client_config(),
@@ -148,5 +148,5 @@ class KafkaDeadLetters:
     def close(self) -> None:
         if self._producer is not None:
             producer, self._producer = self._producer, None
-            with kafka_edge("close the dead-letter producer"):
+            with kafka_edge("close the dead-letter producer", kafka=self.kafka):
                 producer.close(timeout=10)

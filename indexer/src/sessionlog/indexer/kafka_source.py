@@ -75,7 +75,7 @@ class KafkaSource:
     def _open(self) -> KafkaConsumer:
         if self._consumer is not None:
             return self._consumer
-        with kafka_edge(f"cannot join group at {self.kafka.bootstrap_servers}"):
+        with kafka_edge(f"cannot join group at {self.kafka.bootstrap_servers}", kafka=self.kafka):
             ensure_topics(self.kafka)
             config = self.kafka.client_config()
             # JoinGroup blocks for up to the rebalance timeout; the short client request timeout
@@ -104,7 +104,7 @@ class KafkaSource:
 
     def poll(self, max_records: int, timeout_s: float) -> Poll:
         consumer = self._open()
-        with kafka_edge("poll"):
+        with kafka_edge("poll", kafka=self.kafka):
             polled = consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         entries: list[Entry | InvalidEntry] = []
         for records in polled.values():
@@ -121,7 +121,7 @@ class KafkaSource:
             for partition, offset in through.items()
         }
         try:
-            with kafka_edge("commit"):
+            with kafka_edge("commit", kafka=self.kafka):
                 consumer.commit(offsets)
         except Exception as err:
             if _lost(err) or _lost(err.__cause__ or err):
@@ -133,7 +133,7 @@ class KafkaSource:
 
     def rewind(self, to: Mapping[int, int]) -> None:
         consumer = self._open()
-        with kafka_edge("rewind"):
+        with kafka_edge("rewind", kafka=self.kafka):
             assigned = consumer.assignment()
             for partition, offset in to.items():
                 tp = TopicPartition(self.topic, partition)
@@ -142,7 +142,7 @@ class KafkaSource:
 
     def hold(self, seconds: float) -> None:
         consumer = self._open()
-        with kafka_edge("hold"):
+        with kafka_edge("hold", kafka=self.kafka):
             assigned = list(consumer.assignment())
             consumer.pause(*assigned)
             try:
@@ -159,7 +159,7 @@ class KafkaSource:
     def _progress(self) -> list[tuple[int, int, int]]:
         """(partition, committed, end) of every partition of the topic, for the whole group."""
         consumer = self._open()
-        with kafka_edge("read the group's offsets"):
+        with kafka_edge("read the group's offsets", kafka=self.kafka):
             partitions = sorted(consumer.partitions_for_topic(self.topic) or ())
             tps = [TopicPartition(self.topic, p) for p in partitions]
             if not tps:
@@ -185,7 +185,7 @@ class KafkaSource:
 
     def lag(self) -> dict[int, int]:
         consumer = self._open()
-        with kafka_edge("lag"):
+        with kafka_edge("lag", kafka=self.kafka):
             assigned = list(consumer.assignment())
             if not assigned:
                 return {}
@@ -197,5 +197,5 @@ class KafkaSource:
             return
         self._closed = True
         if self._consumer is not None:
-            with kafka_edge("close"):
+            with kafka_edge("close", kafka=self.kafka):
                 self._consumer.close(autocommit=False)

@@ -25,6 +25,7 @@ from sessionlog.indexer.document import (
 )
 from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
+from sessionlog.indexer.os_security import deny
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.settings import OpenSearchSettings
@@ -134,7 +135,11 @@ class OpenSearchView(ViewWrites):
         except SSLError:
             raise  # translated at the edge: a certificate problem is not an outage
         except (OSConnectionError, ConnectionTimeout) as err:
+            deny(err, self.settings)
             raise ViewUnavailable(f"OpenSearch unreachable at {self.settings.url}: {err}") from err
+        except TransportError as err:
+            deny(err, self.settings)
+            raise
 
     def _create_index(self, name: str, body: dict[str, Any]) -> None:
         try:
@@ -282,8 +287,10 @@ class OpenSearchView(ViewWrites):
         except SSLError:
             raise
         except (OSConnectionError, ConnectionTimeout) as err:
+            deny(err, self.settings)
             raise _RetryItems(f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}") from err
         except TransportError as err:
+            deny(err, self.settings)
             status = err.status_code if isinstance(err.status_code, int) else 500
             if not is_retriable_status(status):
                 raise ViewFailed(f"bulk request rejected ({status}): {err.error}") from err

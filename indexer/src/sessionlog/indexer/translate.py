@@ -11,15 +11,21 @@ import functools
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Final, ParamSpec, TypeVar
 
 from sessionlog.indexer.errors import (
     IndexerError,
+    SourceAccessDenied,
     SourceFailed,
     SourceUnavailable,
+    ViewAccessDenied,
     ViewFailed,
     ViewUnavailable,
 )
+from sessionlog.indexer.settings import OpenSearchSettings
+
+if TYPE_CHECKING:
+    from sessionlog.ingest.settings import KafkaSettings
 
 __all__ = [
     "kafka_edge",
@@ -96,8 +102,16 @@ def opensearch_error(
     what: str,
     unavailable: type[IndexerError] = ViewUnavailable,
     failed: type[IndexerError] = ViewFailed,
+    settings: OpenSearchSettings | None = None,
 ) -> IndexerError:
-    """The indexer error for an opensearch-py or urllib3 exception (or a socket error)."""
+    """The indexer error for an opensearch-py or urllib3 exception (or a socket error); with
+    ``settings``, TLS/login/permission refusals become one-line :class:`ViewAccessDenied`."""
+    if settings is not None:
+        from sessionlog.indexer.os_security import security_failure
+
+        line = security_failure(err, settings)
+        if line is not None:
+            return ViewAccessDenied(line)
     from opensearchpy.exceptions import (
         ConnectionError as OSConnectionError,
     )
@@ -137,6 +151,7 @@ def opensearch_edge(
     what: str,
     unavailable: type[IndexerError] = ViewUnavailable,
     failed: type[IndexerError] = ViewFailed,
+    settings: OpenSearchSettings | None = None,
 ) -> Iterator[None]:
     """Translate opensearch-py / urllib3 / socket exceptions raised inside the block."""
     try:
@@ -144,7 +159,7 @@ def opensearch_edge(
     except IndexerError:
         raise
     except _opensearch_kinds() as err:
-        raise opensearch_error(err, what, unavailable, failed) from err
+        raise opensearch_error(err, what, unavailable, failed, settings) from err
 
 
 def os_edge_method(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -154,8 +169,11 @@ def os_edge_method(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     def wrap(func: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(func)
         def inner(*args: P.args, **kwargs: P.kwargs) -> R:
-            url = getattr(getattr(args[0] if args else None, "settings", None), "url", None)
-            with opensearch_edge(f"{what} at {url}" if url else what):
+            settings = getattr(args[0] if args else None, "settings", None)
+            if not isinstance(settings, OpenSearchSettings):
+                settings = None
+            where = f"{what} at {settings.url}" if settings else what
+            with opensearch_edge(where, settings=settings):
                 return func(*args, **kwargs)
 
         return inner
@@ -168,8 +186,19 @@ def kafka_error(
     what: str,
     unavailable: type[IndexerError] = SourceUnavailable,
     failed: type[IndexerError] = SourceFailed,
+    kafka: KafkaSettings | None = None,
 ) -> IndexerError:
-    """The indexer error for a kafka-python exception (or a socket error)."""
+    """The indexer error for a kafka-python exception (or a socket error); with ``kafka``,
+    TLS/SASL/ACL refusals become one-line :class:`SourceAccessDenied`."""
+    from kafka.errors import KafkaError
+
+    if kafka is not None and isinstance(err, KafkaError):
+        from sessionlog.ingest.errors import LogAccessDenied
+        from sessionlog.ingest.kafka_security import translate
+
+        translated = translate(kafka, err, what)
+        if isinstance(translated, LogAccessDenied):
+            return SourceAccessDenied(str(translated))
     name = type(err).__name__
     if any(cls.__name__ in _KAFKA_FATAL_NAMES for cls in type(err).__mro__):
         return failed(f"{what}: Kafka refused ({_first_line(err)})")
@@ -181,6 +210,7 @@ def kafka_edge(
     what: str,
     unavailable: type[IndexerError] = SourceUnavailable,
     failed: type[IndexerError] = SourceFailed,
+    kafka: KafkaSettings | None = None,
 ) -> Iterator[None]:
     """Translate kafka-python / socket exceptions (and the ingest errors of the Kafka helpers the
     adapters share with ingest) raised inside the block."""
@@ -193,7 +223,11 @@ def kafka_edge(
     except IndexerError:
         raise
     except IngestError as err:  # ensure_topics and other ingest helpers used by the adapters
+        from sessionlog.ingest.errors import LogAccessDenied
+
+        if isinstance(err, LogAccessDenied):
+            raise SourceAccessDenied(str(err)) from err
         kind = unavailable if getattr(err, "retriable", False) else failed
         raise kind(f"{what}: {_first_line(err)}") from err
     except (KafkaError, OSError) as err:
-        raise kafka_error(err, what, unavailable, failed) from err
+        raise kafka_error(err, what, unavailable, failed, kafka) from err
