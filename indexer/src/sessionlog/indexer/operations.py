@@ -93,16 +93,13 @@ def forget_session(opensearch: OpenSearchSettings, session_id: str) -> int:
         view.close()
 
 
-_VIEW_TABLES = ("events", "sessions", "terms")
-_FTS_TABLES = ("events_words", "events_tri", "terms_tri")  # contentless: emptied by 'delete-all'
-
-
 def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None = None) -> RebuildReport:
     """Empty the projection of a SQLite file and project its whole log again.
 
     The emptying and the reset of the position are one transaction; readers see an empty (then
     growing) projection until the replay finishes (the embedded backend has no index versions)."""
     from sessionlog.indexer.embedded import embedded_runner, open_embedded
+    from sessionlog.indexer.sqlite_view import clear_projection
 
     started = time.monotonic()
     conn = open_embedded(Path(path))
@@ -110,10 +107,7 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
         with sqlite_edge(f"cannot reset the projection of {path}"):
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for table in _VIEW_TABLES:
-                    conn.execute(f"DELETE FROM {table}")
-                for table in _FTS_TABLES:
-                    conn.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
+                clear_projection(conn)
                 conn.execute("DELETE FROM indexer_positions WHERE name = 'default'")
                 conn.execute("COMMIT")
             except BaseException:

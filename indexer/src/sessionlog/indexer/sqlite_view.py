@@ -34,6 +34,7 @@ Every contentless FTS5 row has the rowid of its ``events`` (or ``vocab``) row. (
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -60,6 +61,7 @@ __all__ = [
     "MAX_TERM_CHARS",
     "SQLiteView",
     "TextRows",
+    "clear_projection",
     "ensure_view_schema",
     "index_tokens",
     "text_rows",
@@ -512,3 +514,16 @@ def _source(text: str, doc: bytes) -> dict[str, Any]:
     field = source.pop("text_field", "text")
     source[field] = text
     return source
+
+
+_TABLE_RE: Final = re.compile(r"CREATE (VIRTUAL )?TABLE IF NOT EXISTS (\w+)")
+
+
+def clear_projection(conn: sqlite3.Connection) -> None:
+    """Empty every projection table (inside the caller's transaction); the log is not touched.
+    Contentless full-text tables are emptied with their ``delete-all`` command."""
+    for virtual, table in _TABLE_RE.findall(_VIEW_SCHEMA):
+        if virtual:
+            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
+        else:
+            conn.execute(f"DELETE FROM {table}")
