@@ -332,6 +332,10 @@ from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands 
 
 register(app)
 
+from sessionlog.cli.console_cmd import register as register_console  # noqa: E402 - the web console
+
+register_console(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()
