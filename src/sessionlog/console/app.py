@@ -180,7 +180,10 @@ def create_app(source: ConsoleSource, grants: Grants, *, writes: bool = False, l
         Route("/health/replay", authenticated(pages.replay, write=True), methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("sessionlog.console", "static")]), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return render(request, "error.html", status=404, message="no such page")
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
     app.state.console = ConsoleState(
         source=source, guard=Guard(grants, secrets.token_bytes(32)), writes=writes, templates=templates
     )

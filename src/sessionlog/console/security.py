@@ -7,7 +7,7 @@
 * Writes are POST forms carrying a CSRF token (an HMAC of the caller's identity) and must come from
   the console's own origin (``Origin`` / ``Sec-Fetch-Site``).
 * Every response carries a CSP without inline script or style, ``nosniff``, ``frame-ancestors
-  'none'``, ``no-referrer`` and ``no-store``; on loopback the ``Host`` header must name loopback
+  'none'``, a same-origin referrer policy and ``no-store``; on loopback the ``Host`` header must name loopback
   (no DNS rebinding).
 """
 
@@ -36,7 +36,7 @@ _HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
@@ -120,12 +120,15 @@ class Guard:
 
 
 def same_origin(headers: Headers, scheme: str) -> bool:
-    """Whether a state-changing request comes from the console's own pages."""
+    """Whether a state-changing request comes from the console's own pages: ``Sec-Fetch-Site``
+    when the browser sends it, and the ``Origin`` (or ``Referer``) must name this host."""
     site = headers.get("sec-fetch-site")
-    if site is not None and site not in ("same-origin", "none"):
+    if site is not None and site != "same-origin":
         return False
-    origin = headers.get("origin") or headers.get("referer")
+    origin = headers.get("origin")
+    if origin is None or origin == "null":
+        origin = headers.get("referer")
     if origin is None:
-        return site is not None  # a browser that sent Sec-Fetch-Site: same-origin/none
+        return site == "same-origin"
     parts = urlsplit(origin)
     return parts.scheme == scheme and parts.netloc == headers.get("host", "")
