@@ -28,7 +28,9 @@ from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 
 BASE = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 PAGING_MATCHES = 120
-HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b id="injected">bold</b>'
+HOSTILE = (
+    '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b id="injected">bold</b>'
+)
 FULL_TOKEN = "full-access-token-0123456789"
 LIMITED_TOKEN = "limited-token-ws-a-0123456789"
 CURSOR_KEY = b"k" * 32
@@ -69,7 +71,9 @@ def corpus_records() -> Iterator[dict[str, Any]]:
     ws = "ws-a"
     yield _header(ws, "s-alpha", 0, title="Quarterly planning")
     yield _event(ws, "s-alpha", 0, "user/message", "What was the revenue forecast for the Zürich office?")
-    yield _event(ws, "s-alpha", 1, "tool/call", '{"sql": "select forecast from revenue"}', tool_name="run_sql")
+    yield _event(
+        ws, "s-alpha", 1, "tool/call", '{"sql": "select forecast from revenue"}', tool_name="run_sql"
+    )
     yield _event(ws, "s-alpha", 2, "tool/result", "4.2M for Q3", tool_name="run_sql", role="tool")
     yield _event(ws, "s-alpha", 3, "assistant/message", "The revenue forecast is 4.2M for Q3.")
     yield _event(

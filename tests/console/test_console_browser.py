@@ -11,14 +11,21 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-
 from tests.console.browser import open_chromium
-from tests.console.conftest import FULL_TOKEN, HOSTILE, LIMITED_TOKEN, PAGING_MATCHES, embedded, grants, live_console
+from tests.console.conftest import (
+    FULL_TOKEN,
+    HOSTILE,
+    LIMITED_TOKEN,
+    PAGING_MATCHES,
+    embedded,
+    grants,
+    live_console,
+)
 
 pytest.importorskip("selenium")
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
-from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.expected_conditions import staleness_of
+from selenium.webdriver.support.wait import WebDriverWait
 
 
 def click(driver: Any, element: Any) -> None:
@@ -118,8 +125,18 @@ def test_the_session_view_shows_lineage_and_surface_states(full: Any, base: str)
     full.get(base + "/session/s-alpha")
     assert full.find_element(By.ID, "session-id").text == "s-alpha"
     assert texts(full, "ul.descendants li.descendant a") == ["s-child", "s-grandchild"]
-    states = {row.get_attribute("data-seq"): row.get_attribute("data-surface") for row in full.find_elements(By.CSS_SELECTOR, "tr.event")}
-    assert states == {"0": "shadowed", "1": "log-only", "2": "shadowed", "3": "current", "4": "current", "5": "current"}
+    states = {
+        row.get_attribute("data-seq"): row.get_attribute("data-surface")
+        for row in full.find_elements(By.CSS_SELECTOR, "tr.event")
+    }
+    assert states == {
+        "0": "shadowed",
+        "1": "log-only",
+        "2": "shadowed",
+        "3": "current",
+        "4": "current",
+        "5": "current",
+    }
     # Replacement links lead to the replacing event, read exactly with its window.
     click(full, full.find_element(By.CSS_SELECTOR, "#seq-0 .replaced-by a"))
     assert full.find_element(By.CSS_SELECTOR, "tr.target").get_attribute("data-seq") == "4"
@@ -137,12 +154,21 @@ def test_a_search_hit_opens_the_exact_read_window(full: Any, base: str) -> None:
     full.get(base + "/search?q=" + quote("São Paulo numbers"))
     click(full, full.find_element(By.CSS_SELECTOR, "li.match .session"))
     assert full.find_element(By.CSS_SELECTOR, "tr.target").get_attribute("data-seq") == "5"
-    assert [r.get_attribute("data-seq") for r in full.find_elements(By.CSS_SELECTOR, "tr.event")] == ["0", "1", "2", "3", "4", "5"]
+    assert [r.get_attribute("data-seq") for r in full.find_elements(By.CSS_SELECTOR, "tr.event")] == [
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+    ]
 
 
 def test_hostile_texts_ids_and_queries_render_inert(full: Any, base: str) -> None:
     full.get(base + "/search?q=hostile+payload")
-    assert "<script>window.__pwned = 1</script>" in full.find_element(By.CSS_SELECTOR, "li.match .excerpt").text
+    assert (
+        "<script>window.__pwned = 1</script>" in full.find_element(By.CSS_SELECTOR, "li.match .excerpt").text
+    )
     not_pwned(full)
     full.get(base + "/session/s-hostile")
     assert full.find_element(By.CSS_SELECTOR, "#session-header h1").text == HOSTILE
@@ -172,7 +198,10 @@ def test_a_limited_token_cannot_see_another_workspace(driver: Any, base: str) ->
             driver.get(base + path)
             assert driver.find_element(By.ID, "error") and "merger" not in driver.page_source
         driver.get(base + "/health")
-        workspaces = [row.get_attribute("data-workspace") for row in driver.find_elements(By.CSS_SELECTOR, "tr.workspace")]
+        workspaces = [
+            row.get_attribute("data-workspace")
+            for row in driver.find_elements(By.CSS_SELECTOR, "tr.workspace")
+        ]
         assert workspaces == ["ws-a", "ws-page"]
         assert "ws-b" not in driver.page_source
     finally:
@@ -183,6 +212,8 @@ def test_health_shows_lag_freshness_and_workspace_counts(full: Any, base: str) -
     full.get(base + "/health")
     assert full.find_element(By.ID, "total-lag").text == "0"
     assert full.find_element(By.ID, "freshness").text == "current"
-    rows = {r.get_attribute("data-workspace"): r.text for r in full.find_elements(By.CSS_SELECTOR, "tr.workspace")}
+    rows = {
+        r.get_attribute("data-workspace"): r.text for r in full.find_elements(By.CSS_SELECTOR, "tr.workspace")
+    }
     assert set(rows) == {"ws-a", "ws-b", "ws-page"}
     assert rows["ws-page"].split()[1:] == ["3", str(PAGING_MATCHES)]

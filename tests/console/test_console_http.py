@@ -10,11 +10,11 @@ from urllib.parse import quote
 
 import orjson
 import pytest
+from tests.console.conftest import FULL_TOKEN, LIMITED_TOKEN, PAGING_MATCHES, embedded, grants, live_console
+from tests.console.http import call
 
 from sessionlog.console.security import CSP
 from sessionlog.console.settings import Grants
-from tests.console.conftest import FULL_TOKEN, LIMITED_TOKEN, PAGING_MATCHES, embedded, grants, live_console
-from tests.console.http import call
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,11 @@ def test_every_page_requires_a_token_when_tokens_are_configured(base: str) -> No
 
 
 def test_security_headers_on_pages_errors_and_static_files(base: str) -> None:
-    for path, token in (("/search", FULL_TOKEN), ("/session/nope", FULL_TOKEN), ("/static/console.css", None)):
+    for path, token in (
+        ("/search", FULL_TOKEN),
+        ("/session/nope", FULL_TOKEN),
+        ("/static/console.css", None),
+    ):
         reply = call(base + path, token=token)
         assert reply.headers["content-security-policy"] == CSP
         assert "'unsafe-inline'" not in CSP and "script-src 'self'" in CSP
@@ -152,7 +156,9 @@ def test_writes_need_the_csrf_token_and_the_same_origin(tmp_path: Path) -> None:
         hidden = call(url + "/session/s-secret/forget", data=b"", token=LIMITED_TOKEN)
         assert hidden.status == 404
         done = call(
-            url + "/session/s-child/forget", data=f"csrf={csrf.group(1)}".encode(), headers={**form, "Origin": url}
+            url + "/session/s-child/forget",
+            data=f"csrf={csrf.group(1)}".encode(),
+            headers={**form, "Origin": url},
         )
         assert done.status == 200 and "Deleted 1 events of s-child" in done.body
         assert call(url + "/session/s-child", headers={"Cookie": cookie}).status == 404

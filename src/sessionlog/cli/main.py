@@ -264,14 +264,18 @@ def search(
     query: Annotated[str, typer.Argument(help="Free text; empty browses the most recent entries.")] = "",
     workspace: Annotated[str | None, typer.Option("--workspace", "-w")] = None,
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Matches per page (10; 50 with --all).")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", help="Matches per page (10; 50 with --all).")
+    ] = None,
     kinds: Annotated[list[str] | None, typer.Option("--kind")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     cursor: Annotated[
-        str | None, typer.Option("--cursor", help="Continue from a page's next_cursor (same query and scope).")
+        str | None,
+        typer.Option("--cursor", help="Continue from a page's next_cursor (same query and scope)."),
     ] = None,
     all_pages: Annotated[
-        bool, typer.Option("--all", help="Stream every match, page by page (one JSON object a line with --json).")
+        bool,
+        typer.Option("--all", help="Stream every match, page by page (one JSON object a line with --json)."),
     ] = False,
 ) -> None:
     """Scoped, typo- and accent-tolerant search (SESSIONLOG_CURSOR_KEY: cursors work across processes)."""

@@ -180,6 +180,7 @@ def create_app(source: ConsoleSource, grants: Grants, *, writes: bool = False, l
         Route("/health/replay", authenticated(pages.replay, write=True), methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("sessionlog.console", "static")]), name="static"),
     ]
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return render(request, "error.html", status=404, message="no such page")
 

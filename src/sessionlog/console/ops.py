@@ -123,7 +123,11 @@ def _embedded_health(backend: Backend) -> Health:
         return out
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        end = int(conn.execute("SELECT coalesce(max(offset), 0) FROM log").fetchone()[0]) if "log" in tables else 0
+        end = (
+            int(conn.execute("SELECT coalesce(max(offset), 0) FROM log").fetchone()[0])
+            if "log" in tables
+            else 0
+        )
         position = 0
         if "indexer_positions" in tables:
             row = conn.execute("SELECT offset FROM indexer_positions WHERE name = 'default'").fetchone()
@@ -158,7 +162,9 @@ def _kafka_health(backend: Backend) -> Health:
     try:
         consumer = KafkaConsumer(**backend.kafka.client_config(), enable_auto_commit=False)
         try:
-            partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+            partitions = [
+                TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
+            ]
             ends = {tp.partition: int(v) for tp, v in consumer.end_offsets(partitions).items()}
         finally:
             consumer.close()

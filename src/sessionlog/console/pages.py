@@ -128,7 +128,12 @@ async def search(request: Request, access: Access) -> Response:
     form = _search_form(request)
     catalog = _visible(request, access, await _call(source.workspaces))
     known = {ws.workspace_id for ws in catalog}
-    context: dict[str, Any] = {"form": form, "catalog": catalog, "kinds": SEARCH_KINDS, "page_title": "Search"}
+    context: dict[str, Any] = {
+        "form": form,
+        "catalog": catalog,
+        "kinds": SEARCH_KINDS,
+        "page_title": "Search",
+    }
     unknown = [ws for ws in form.workspaces if ws not in known]
     if unknown:
         raise Page(404, f"no workspace {unknown[0]!r} among the workspaces you can see")
@@ -214,7 +219,9 @@ async def session(request: Request, access: Access) -> Response:
                 after = _int(request, "after", 5, 0, _WINDOW)
                 return lineage, reader.read_event(session_id, seq, before, after), None, last
             page = _int(request, "page", 0, 0, 1 << 40)
-            window = _window(reader, session_id, min(page * (2 * _WINDOW + 1) + _WINDOW, max(last, 0)), _WINDOW, _WINDOW)
+            window = _window(
+                reader, session_id, min(page * (2 * _WINDOW + 1) + _WINDOW, max(last, 0)), _WINDOW, _WINDOW
+            )
             if window is None and page == 0 and last >= 0:
                 return lineage, None, list(reader.list_events(session_id)), last  # a log with seq gaps
             return lineage, window, None, last
@@ -252,7 +259,9 @@ def _export_lines(source: Any, scope: Scope, session_id: str) -> Iterator[bytes]
     yield orjson.dumps({"header": record.header.model_dump(mode="json")}) + b"\n"
     centre = _WINDOW
     while centre - _WINDOW <= last:
-        window = source.read(scope, lambda r, c=centre: _window(r, session_id, min(c, last), _WINDOW, _WINDOW))
+        window = source.read(
+            scope, lambda r, c=centre: _window(r, session_id, min(c, last), _WINDOW, _WINDOW)
+        )
         if window is None:  # a log with seq gaps: the whole log in one read
             events = source.read(scope, lambda r: r.list_events(session_id))
             for event in events:
@@ -334,4 +343,6 @@ async def replay(request: Request, access: Access) -> Response:
     if access.workspaces is not None:
         raise Page(403, "replaying dead letters needs a token for every workspace")
     sent = await _call(lambda: ops.replay(source.backend))
-    return render(request, "done.html", page_title="Replayed", message=f"Re-sent {sent} dead letters to the log.")
+    return render(
+        request, "done.html", page_title="Replayed", message=f"Re-sent {sent} dead letters to the log."
+    )

@@ -47,9 +47,12 @@ def _matches(token: str, words: Sequence[str]) -> bool:
         if token == word or (len(word) >= 3 and word in token):
             return True
         budget = _budget(word)
-        if budget and abs(len(token) - len(word)) <= budget:
-            if Levenshtein.distance(token, word, score_cutoff=budget) <= budget:
-                return True
+        if (
+            budget
+            and abs(len(token) - len(word)) <= budget
+            and Levenshtein.distance(token, word, score_cutoff=budget) <= budget
+        ):
+            return True
     return False
 
 

@@ -57,7 +57,10 @@ def derive_key(secret: str) -> bytes:
     """The 32-byte signing key for a configured secret (``SESSIONLOG_CURSOR_KEY``), so that every
     process configured with it accepts the others' cursors; INVALID_CONFIG under 16 characters."""
     if len(secret) < 16:
-        raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "the cursor key (SESSIONLOG_CURSOR_KEY) needs at least 16 characters")
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_CONFIG",
+            "the cursor key (SESSIONLOG_CURSOR_KEY) needs at least 16 characters",
+        )
     return hashlib.sha256(b"sessionlog-cursor-v1:" + secret.encode("utf-8")).digest()
 
 
