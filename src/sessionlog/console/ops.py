@@ -149,7 +149,7 @@ def _embedded_health(backend: Backend) -> Health:
 
 
 def _kafka_health(backend: Backend) -> Health:
-    from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+    from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
     from sessionlog.indexer.opensearch_view import OpenSearchView
@@ -160,22 +160,21 @@ def _kafka_health(backend: Backend) -> Health:
     ends: dict[int, int] = {}
     committed: dict[int, int | None] = {}
     try:
-        consumer = KafkaConsumer(**backend.kafka.client_config(), enable_auto_commit=False)
+        # A consumer that names the indexer's group but never subscribes: it reads the group's
+        # committed offsets without joining (no rebalance of the running workers).
+        consumer = KafkaConsumer(
+            **backend.kafka.client_config(), group_id=backend.indexer.group_id, enable_auto_commit=False
+        )
         try:
             partitions = [
                 TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
             ]
             ends = {tp.partition: int(v) for tp, v in consumer.end_offsets(partitions).items()}
+            for tp in partitions:
+                offset = consumer.committed(tp)
+                committed[tp.partition] = None if offset is None or offset < 0 else int(offset)
         finally:
-            consumer.close()
-        admin = KafkaAdminClient(**backend.kafka.client_config())
-        try:
-            offsets = admin.list_consumer_group_offsets(backend.indexer.group_id)
-        finally:
-            admin.close()
-        for partition in ends:
-            meta = offsets.get(TopicPartition(topic, partition))
-            committed[partition] = None if meta is None or meta.offset < 0 else int(meta.offset)
+            consumer.close(autocommit=False)
     except (KafkaError, OSError) as err:
         out.problems.append(f"Kafka {backend.kafka.bootstrap_servers} did not answer: {err}")
     marks: dict[int, dict[str, Any]] = {}

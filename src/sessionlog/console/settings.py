@@ -5,19 +5,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import json
 from dataclasses import dataclass
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["ALL", "Access", "ConsoleConfigError", "ConsoleSettings", "is_loopback"]
+__all__ = ["ALL", "Access", "ConsoleSettings", "Grants", "is_loopback"]
 
 #: The workspace wildcard in ``SESSIONLOG_CONSOLE_TOKENS``: every workspace.
 ALL = "*"
-
-
-class ConsoleConfigError(ValueError):
-    """The console cannot start with this configuration (one line, names the setting)."""
 
 
 class ConsoleSettings(BaseSettings):
@@ -30,20 +27,17 @@ class ConsoleSettings(BaseSettings):
         description="Bearer token with access to every workspace; required when the console is bound "
         "to an address other than loopback (unless `SESSIONLOG_CONSOLE_TOKENS` is set).",
     )
-    tokens: dict[str, list[str]] = Field(
-        default_factory=dict,
+    tokens: SecretStr | None = Field(
+        default=None,
         description='JSON object mapping tokens to the workspaces each may see, e.g. `{"t1": ["ws-1"], '
-        '"t2": ["*"]}` (`*`: every workspace).',
+        '"t2": ["*"]}` (`*`: every workspace); tokens of 16+ characters.',
     )
 
     @field_validator("tokens")
     @classmethod
-    def _check_tokens(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        for token, workspaces in value.items():
-            if len(token) < 16:
-                raise ValueError("every token must have at least 16 characters")
-            if not workspaces:
-                raise ValueError("every token needs at least one workspace (or *)")
+    def _check_tokens(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            _parse_tokens(value.get_secret_value())
         return value
 
     @field_validator("token")
@@ -58,9 +52,30 @@ class ConsoleSettings(BaseSettings):
         out: dict[str, frozenset[str] | None] = {}
         if self.token is not None:
             out[self.token.get_secret_value()] = None
-        for token, workspaces in self.tokens.items():
-            out[token] = None if ALL in workspaces else frozenset(workspaces)
+        if self.tokens is not None:
+            for token, workspaces in _parse_tokens(self.tokens.get_secret_value()).items():
+                out[token] = None if ALL in workspaces else frozenset(workspaces)
         return out
+
+
+def _parse_tokens(text: str) -> dict[str, list[str]]:
+    """``{"token": ["ws", ...]}``; ValueError (never echoing a token) if it is anything else."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError("must be a JSON object of token to a list of workspaces") from None
+    if not isinstance(data, dict):
+        raise ValueError("must be a JSON object of token to a list of workspaces")
+    for token, workspaces in data.items():
+        if len(token) < 16:
+            raise ValueError("every token must have at least 16 characters")
+        if (
+            not isinstance(workspaces, list)
+            or not workspaces
+            or not all(isinstance(w, str) for w in workspaces)
+        ):
+            raise ValueError('every token needs a non-empty list of workspaces (or ["*"])')
+    return data
 
 
 def is_loopback(host: str) -> bool:
