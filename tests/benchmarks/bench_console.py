@@ -1,0 +1,159 @@
+"""Console page latency on a large embedded corpus (on demand; not part of the test run).
+
+``python -m tests.benchmarks.bench_console --entries 272000 [--db PATH] [--runs 200]`` builds the
+benchmark corpus (:mod:`tests.benchmarks.corpus`, needs ``pip install -e '.[bench]'``) into an
+embedded SQLite file (kept with ``--db`` so a rerun skips the build), serves the console on a free
+loopback port and requests each page ``--runs`` times over HTTP, one request at a time, printing
+p50 / p95 / p99 / max in milliseconds per page:
+
+* ``search 1 ws``: a typo'd two-word query in the largest workspace (first page);
+* ``search all ws``: the same over every workspace (an ops scope);
+* ``search page 2``: the second page of a one-workspace search (a signed cursor);
+* ``session``: a session's first page of events with its lineage;
+* ``session @hit``: an exact read with a window of 5 around a seq;
+* ``health``: lag, watermark, dead letters and per-workspace counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+from tests.benchmarks.corpus import Corpus, CorpusConfig
+from tests.benchmarks.queries import edit_word
+from tests.console.conftest import embedded, live_console
+from tests.console.http import call
+
+from sessionlog.console.settings import Grants
+from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+
+_WORD = re.compile(r"[A-Za-z]{6,}")
+
+
+def build(path: Path, entries: int, seed: int) -> tuple[list[str], dict[str, list[tuple[str, int]]]]:
+    """Append and index the corpus; returns sample words and (session, last seq) per workspace."""
+    rng = random.Random(seed)
+    words: list[str] = []
+    sessions: dict[str, dict[str, int]] = {}
+    batch: list[dict[str, object]] = []
+    started = time.monotonic()
+    with SQLiteEntryLog(path) as log:
+        for record in Corpus(CorpusConfig(entries=entries, seed=seed)):
+            batch.append(record)
+            if record.get("kind") == "event":
+                ws, sid, seq = str(record["workspace_id"]), str(record["session_id"]), int(str(record["seq"]))
+                sessions.setdefault(ws, {})[sid] = seq
+                if len(words) < 5000 and rng.random() < 0.02:
+                    words += _WORD.findall(str(record.get("text", "")))[:2]
+            if len(batch) >= 2000:
+                log.append_many(batch)
+                batch.clear()
+        log.append_many(batch)
+    appended = time.monotonic()
+    with EmbeddedIndexer(path, batch_max=2000) as indexer:
+        indexer.run_until_idle()
+    print(
+        f"built {entries} entries: append {appended - started:.0f}s, index {time.monotonic() - appended:.0f}s"
+    )
+    return words, {ws: list(by.items()) for ws, by in sessions.items()}
+
+
+def measure(name: str, runs: int, url_for: Callable[[int], str]) -> list[float]:
+    samples = []
+    for i in range(runs):
+        url = url_for(i)
+        started = time.perf_counter()
+        reply = call(url)
+        samples.append((time.perf_counter() - started) * 1000)
+        if reply.status != 200:
+            raise SystemExit(f"{name}: {url} answered {reply.status}: {reply.body[:300]}")
+    return samples
+
+
+def report(name: str, samples: list[float]) -> None:
+    ordered = sorted(samples)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+    print(
+        f"{name:16} n={len(samples):4}  p50 {statistics.median(ordered):7.1f}  p95 {pct(0.95):7.1f}  "
+        f"p99 {pct(0.99):7.1f}  max {ordered[-1]:7.1f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--entries", type=int, default=272_000)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--db", type=Path, help="Keep the corpus here (reused when it exists).")
+    args = parser.parse_args()
+    tmp = None
+    if args.db is None:
+        tmp = tempfile.TemporaryDirectory()
+        args.db = Path(tmp.name) / "console-bench.db"
+    sidecar = args.db.with_suffix(".samples.txt")
+    if args.db.exists() and sidecar.exists():
+        import orjson
+
+        saved = orjson.loads(sidecar.read_bytes())
+        words, sessions = saved["words"], {ws: [tuple(s) for s in v] for ws, v in saved["sessions"].items()}
+    else:
+        import orjson
+
+        words, sessions = build(args.db, args.entries, args.seed)
+        sidecar.write_bytes(orjson.dumps({"words": words, "sessions": sessions}))
+    rng = random.Random(args.seed)
+    largest = max(sessions, key=lambda ws: len(sessions[ws]))
+    queries = []
+    for _ in range(args.runs):
+        first, second = rng.sample(words, 2)
+        queries.append(f"{edit_word(first.lower(), 'substitute', rng) or first} {second.lower()}")
+    picks = [rng.choice(sessions[largest]) for _ in range(args.runs)]
+    with live_console(embedded(args.db), Grants({})) as base:
+        call(base + "/health")  # warm the catalog and the connections
+        page_two: list[str] = []
+        for query in queries:
+            body = call(f"{base}/search?ws={quote(largest)}&q={quote(query)}").body
+            found = re.search(r'<a href="([^"]+)" id="next"', body)
+            if found:
+                page_two.append(base + found.group(1).replace("&amp;", "&"))
+        results = {
+            "search 1 ws": measure(
+                "search 1 ws", args.runs, lambda i: f"{base}/search?ws={quote(largest)}&q={quote(queries[i])}"
+            ),
+            "search all ws": measure(
+                "search all ws", args.runs, lambda i: f"{base}/search?q={quote(queries[i])}"
+            ),
+            "search page 2": measure("search page 2", len(page_two), lambda i: page_two[i]),
+            "session": measure("session", args.runs, lambda i: f"{base}/session/{quote(picks[i][0])}"),
+            "session @hit": measure(
+                "session @hit",
+                args.runs,
+                lambda i: f"{base}/session/{quote(picks[i][0])}?seq={picks[i][1] // 2}&before=5&after=5",
+            ),
+            "health": measure("health", max(20, args.runs // 10), lambda i: f"{base}/health"),
+        }
+    print(
+        f"corpus {args.db} · largest workspace {largest} "
+        f"({len(sessions[largest])} sessions of {sum(map(len, sessions.values()))})"
+    )
+    for name, samples in results.items():
+        report(name, samples)
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
