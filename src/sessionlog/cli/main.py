@@ -286,7 +286,7 @@ def search(
         request = SessionQueryRequest(
             session_id=session,
             query=query,
-            limit=limit or (MAX_LIMIT if all_pages else DEFAULT_LIMIT),
+            limit=limit if limit is not None else (MAX_LIMIT if all_pages else DEFAULT_LIMIT),
             kinds=tuple(kinds or ()),
             cursor=cursor,
         )
