@@ -127,7 +127,7 @@ def main() -> None:
     args = parser.parse_args()
 
     prefix = f"bench-reads-{uuid.uuid4().hex[:8]}"
-    settings = OpenSearchSettings().model_copy(update={"index_prefix": prefix})  # type: ignore[call-arg]
+    settings = OpenSearchSettings().model_copy(update={"index_prefix": prefix})
     view = OpenSearchView(settings)
     session_id, workspace = "bench-long", "bench-ws"
     try:

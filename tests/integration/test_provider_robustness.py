@@ -496,7 +496,7 @@ def _big(loaded: Pipeline, session_id: str, query: str, budget: int) -> str:
     assert time.monotonic() - started < 10
     assert [(m.session_id, m.seq, m.kind) for m in result.matches] == [(session_id, 0, "tool/result")]
     assert not result.partial
-    excerpt = result.matches[0].excerpt
+    excerpt: str = result.matches[0].excerpt
     raw = excerpt.encode("utf-8")
     assert len(raw) <= budget and raw.decode("utf-8") == excerpt
     return excerpt

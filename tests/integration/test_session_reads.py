@@ -243,9 +243,9 @@ def test_scenario_36_results_are_detached(loaded: Pipeline) -> None:
     first = r.read_event("basic", 2, before=1)
     original = first.model_dump()
     with pytest.raises(ValueError):
-        first.header.title = "changed"
+        first.header.title = "changed"  # type: ignore[misc]
     with pytest.raises(ValueError):
-        first.target.text = "changed"
+        first.target.text = "changed"  # type: ignore[misc]
     assert first.target.attrs is not None
     first.target.attrs["call_id"] = "mutated"
     first.events[1].attrs["extra"] = 1  # type: ignore[index]

@@ -224,7 +224,7 @@ def test_non_utf8_bytes_and_oversized_records_are_rejected(make: Any) -> None:
     big["text"] = "é" * (MAX_TEXT_BYTES // 2)
     appender.append(big)  # under the caps
     with pytest.raises(RecordRejected):
-        appender.append(12)  # type: ignore[arg-type]
+        appender.append(12)
 
 
 # -- outages: never block, never lose, keep the order ------------------------------------------------
@@ -459,10 +459,10 @@ def test_forked_child_gets_a_fresh_appender(tmp_path: Path, broker: FakeBroker, 
                 os.write(write, bytes([status]))
                 os._exit(0)
         os.close(write)
-        status = os.read(read, 1)
+        reported = os.read(read, 1)
         os.close(read)
         os.waitpid(pid, 0)
-        assert status == b"\x00"
+        assert reported == b"\x00"
         # the parent's appender, thread and writer are untouched by the fork
         writer.append(type="turn/start")
         parent.flush(5)

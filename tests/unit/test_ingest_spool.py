@@ -6,12 +6,12 @@ import os
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
 import pytest
 
-from sessionlog.ingest import spool as spool_module
 from sessionlog.ingest.errors import SpoolFull, SpoolLocked
 from sessionlog.ingest.spool import MAGIC, Spool, encode_frame, open_slot
 
@@ -130,7 +130,7 @@ def test_impossible_length_and_partial_magic(tmp_path: Path) -> None:
 def test_size_cap_raises_spool_full_and_writes_nothing(tmp_path: Path) -> None:
     cap = 64 * 1024
     with Spool(tmp_path, max_bytes=cap, segment_bytes=16 * 1024) as spool:
-        rids = []
+        rids: list[int] = []
         with pytest.raises(SpoolFull) as err:
             while True:
                 rids.append(spool.append(b"s", len(rids), b"z" * 1000))
@@ -194,7 +194,12 @@ def test_fsync_policy_always_and_never(
 ) -> None:
     calls: list[int] = []
     real = os.fdatasync
-    monkeypatch.setattr(spool_module.os, "fdatasync", lambda fd: (calls.append(fd), real(fd))[1])
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counting)
     with Spool(tmp_path, fsync=policy) as spool:  # type: ignore[arg-type]
         calls.clear()
         rids = _fill(spool, 20)
@@ -205,8 +210,8 @@ def test_fsync_policy_always_and_never(
 def test_fsync_policy_interval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     clock = [1000.0]
-    monkeypatch.setattr(spool_module.os, "fdatasync", lambda fd: calls.append(fd))
-    monkeypatch.setattr(spool_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(os, "fdatasync", calls.append)
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     with Spool(tmp_path, fsync="interval", fsync_interval_s=0.5) as spool:
         calls.clear()
         rids = _fill(spool, 10)

@@ -487,7 +487,7 @@ def test_results_are_frozen_detached_copies() -> None:
     )
     view = event_view("s", source, fold_log([source]))
     with pytest.raises(ValueError):
-        view.text = "changed"
+        view.text = "changed"  # type: ignore[misc]
     assert view.attrs is not None
     view.attrs["call_id"] = "mutated"
     assert source.attrs == {"call_id": "c"}
@@ -670,7 +670,7 @@ def test_scenario_36_reads_return_detached_copies() -> None:
     first = reader.read_event("live", 1, before=1)
     assert first.target.attrs is None
     with pytest.raises(ValueError):
-        first.header.title = "changed"
+        first.header.title = "changed"  # type: ignore[misc]
     changed = first.model_copy(update={"start_seq": 99})
     assert changed.start_seq == 99
     fake.logs["live"][1] = wire_event("live", 1, "assistant/message", "rewritten in the store")

@@ -57,7 +57,7 @@ def test_the_plain_constructor_cannot_bypass_the_rules() -> None:
     scope_error(lambda: Scope.model_validate({"kind": "workspaces", "ids": [" "]}))
     assert Scope(kind="workspaces", ids=("w1", "w2"), ops=True).ids == ("w1", "w2")
     with pytest.raises(ValidationError):
-        Scope(kind="everything", ids=("x",))  # type: ignore[arg-type]
+        Scope(kind="everything", ids=("x",))
     with pytest.raises(ValidationError):
         Scope(kind="sessions", ids=("s1",), extra=1)  # type: ignore[call-arg]
 
@@ -65,7 +65,7 @@ def test_the_plain_constructor_cannot_bypass_the_rules() -> None:
 def test_scope_is_frozen() -> None:
     scope = Scope.session("s1")
     with pytest.raises(ValidationError):
-        scope.ids = ("s2",)
+        scope.ids = ("s2",)  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ def test_one_wal_file_with_offsets_from_one(tmp_path: Path) -> None:
         conn.close()
     rows = _rows(path)
     assert [(o, sid, key) for o, sid, key, _ in rows] == [(1, "s", b"s"), (2, "s", b"s"), (3, "s", b"s")]
-    assert orjson.loads(rows[0][3])["seq"] == 0
+    assert rows[0][3] is not None and orjson.loads(rows[0][3])["seq"] == 0
 
 
 def test_append_many_is_validated_first_and_committed_whole(tmp_path: Path) -> None:
@@ -146,5 +146,5 @@ def test_several_processes_append_to_one_file(tmp_path: Path) -> None:
     rows = _rows(path)
     assert [r[0] for r in rows] == list(range(1, 601))  # contiguous: commit order is offset order
     for n in range(4):
-        seqs = [orjson.loads(r[3])["seq"] for r in rows if r[1] == f"p{n}"]
+        seqs = [orjson.loads(r[3] or b"")["seq"] for r in rows if r[1] == f"p{n}"]
         assert seqs == list(range(150))

@@ -41,6 +41,7 @@ class FakeProvider:
         self._lock = threading.Lock()
 
     def search(self, request: SessionQueryRequest) -> SessionQueryResult:
+        limit = request.limit if request.limit is not None else 10
         with self._lock:
             self.requests.append(request)
         if self.error is not None:
@@ -60,9 +61,9 @@ class FakeProvider:
                 created_at=_T0 + timedelta(minutes=seq),
                 score=float(len(words)),
             )
-            for seq, text in hits[: request.limit]
+            for seq, text in hits[:limit]
         )
-        more = len(hits) > request.limit
+        more = len(hits) > limit
         return SessionQueryResult(
             matches=matches, searched=len(self.texts), next_cursor="next" if more else None
         )
@@ -266,7 +267,7 @@ def test_05_operator_max_and_default() -> None:
 def test_05_bad_tool_configuration() -> None:
     for kwargs in ({"default_limit": 0}, {"default_limit": 51}, {"max_limit": 3, "default_limit": 10}):
         with pytest.raises(SessionQueryError) as caught:
-            SessionQueryTool(FakeProvider(), **kwargs)
+            SessionQueryTool(FakeProvider(), **kwargs)  # type: ignore[arg-type]
         assert caught.value.code == "SESSION_QUERY_INVALID_CONFIG"
 
 

@@ -582,7 +582,7 @@ def test_encode_omits_absent_fields_and_keys_by_session() -> None:
 def test_records_are_frozen() -> None:
     record = parse_record(event())
     with pytest.raises(ValidationError):
-        record.seq = 5  # type: ignore[union-attr]
+        record.seq = 5  # type: ignore[misc,union-attr]
 
 
 ids = st.from_regex(r"[A-Za-z0-9._:-]{1,128}", fullmatch=True)
