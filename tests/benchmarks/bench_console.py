@@ -66,19 +66,25 @@ def build(path: Path, entries: int, seed: int) -> tuple[list[str], dict[str, lis
     return words, {ws: list(by.items()) for ws, by in sessions.items()}
 
 
-def measure(name: str, runs: int, url_for: Callable[[int], str]) -> list[float]:
+def measure(name: str, runs: int, url_for: Callable[[int], str]) -> tuple[list[float], dict[int, int]]:
+    """Latencies (ms) of ``runs`` requests, and how many answered each non-200 status."""
     samples = []
+    failed: dict[int, int] = {}
     for i in range(runs):
         url = url_for(i)
         started = time.perf_counter()
         reply = call(url)
         samples.append((time.perf_counter() - started) * 1000)
         if reply.status != 200:
-            raise SystemExit(f"{name}: {url} answered {reply.status}: {reply.body[:300]}")
-    return samples
+            failed[reply.status] = failed.get(reply.status, 0) + 1
+    return samples, failed
 
 
-def report(name: str, samples: list[float]) -> None:
+def report(name: str, measured: tuple[list[float], dict[int, int]]) -> None:
+    samples, failed = measured
+    if not samples:
+        print(f"{name:16} n=   0")
+        return
     ordered = sorted(samples)
 
     def pct(p: float) -> float:
@@ -86,7 +92,7 @@ def report(name: str, samples: list[float]) -> None:
 
     print(
         f"{name:16} n={len(samples):4}  p50 {statistics.median(ordered):7.1f}  p95 {pct(0.95):7.1f}  "
-        f"p99 {pct(0.99):7.1f}  max {ordered[-1]:7.1f} ms"
+        f"p99 {pct(0.99):7.1f}  max {ordered[-1]:7.1f} ms" + (f"  (non-200: {failed})" if failed else "")
     )
 
 
@@ -149,8 +155,8 @@ def main() -> None:
         f"corpus {args.db} · largest workspace {largest} "
         f"({len(sessions[largest])} sessions of {sum(map(len, sessions.values()))})"
     )
-    for name, samples in results.items():
-        report(name, samples)
+    for name, measured in results.items():
+        report(name, measured)
     if tmp is not None:
         tmp.cleanup()
 

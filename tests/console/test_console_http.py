@@ -170,3 +170,30 @@ def test_login_rejects_a_wrong_token_and_an_open_redirect(base: str) -> None:
     assert wrong.status == 401
     login = call(base + "/login", data=f"token={FULL_TOKEN}&next=//evil.example/x".encode(), headers=form)
     assert login.status == 303 and login.headers["location"] == "/search"
+
+
+def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from sessionlog.backend import Backend
+    from sessionlog.indexer.embedded import EmbeddedIndexer
+    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+    from tests.console.conftest import corpus_records
+
+    path = tmp_path / "h.db"
+    records = list(corpus_records())
+    with SQLiteEntryLog(path) as log:
+        log.append_many(records[:-2])
+        bad = {"v": 1, "kind": "event", "workspace_id": "ws-b", "session_id": "s-bad"}
+        log.append_raw(b"s-bad", orjson.dumps(bad))
+    with EmbeddedIndexer(path) as indexer:
+        indexer.run_until_idle()
+    with SQLiteEntryLog(path) as log:
+        log.append_many(records[-2:])  # appended, not yet projected
+    backend = replace(Backend.embedded(path, index_on_search=False), cursor_key=b"k" * 32)
+    with live_console(backend, grants()) as url:
+        full = call(url + "/health", token=FULL_TOKEN).body
+        assert 'id="total-lag">2<' in full and 'id="freshness">current<' not in full
+        assert 'id="dead-count">1<' in full and "s-bad" in full and "Field required" in full
+        limited = call(url + "/health", token=LIMITED_TOKEN).body
+        assert 'id="dead-count">0<' in limited and "s-bad" not in limited

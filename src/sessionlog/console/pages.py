@@ -58,7 +58,7 @@ async def _call(fn: Callable[[], _T]) -> _T:
         raise Page(503, str(err)) from err
 
 
-def _visible(request: Request, access: Access, catalog: list[WorkspaceCount]) -> list[WorkspaceCount]:
+def _visible(access: Access, catalog: list[WorkspaceCount]) -> list[WorkspaceCount]:
     return [ws for ws in catalog if access.allows(ws.workspace_id)]
 
 
@@ -71,7 +71,7 @@ def _scope(workspace_ids: list[str]) -> Scope:
 async def _reader_scope(request: Request, access: Access) -> Scope:
     source = state_of(request).source
     catalog = await _call(source.workspaces)
-    ids = [ws.workspace_id for ws in _visible(request, access, catalog)]
+    ids = [ws.workspace_id for ws in _visible(access, catalog)]
     if not ids:
         raise Page(404, "no session with that id in the workspaces you can see")
     return _scope(ids)
@@ -126,7 +126,7 @@ def _search_form(request: Request) -> _Form:
 async def search(request: Request, access: Access) -> Response:
     source = state_of(request).source
     form = _search_form(request)
-    catalog = _visible(request, access, await _call(source.workspaces))
+    catalog = _visible(access, await _call(source.workspaces))
     known = {ws.workspace_id for ws in catalog}
     context: dict[str, Any] = {
         "form": form,
@@ -315,7 +315,7 @@ async def health(request: Request, access: Access) -> Response:
     facts = await run_in_threadpool(ops.health, source.backend)
     problems = list(facts.problems)
     try:
-        catalog = _visible(request, access, await run_in_threadpool(source.workspaces, fresh=True))
+        catalog = _visible(access, await run_in_threadpool(source.workspaces, fresh=True))
     except SourceUnavailable as err:
         catalog, problems = [], [*problems, str(err)]
     try:
