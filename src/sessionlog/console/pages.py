@@ -68,13 +68,14 @@ def _scope(workspace_ids: list[str]) -> Scope:
     return Scope.workspaces(workspace_ids, ops=True)
 
 
-async def _reader_scope(request: Request, access: Access) -> Scope:
+async def _session_scope(request: Request, access: Access, session_id: str) -> Scope:
+    """The session's own workspace, when the token may see it (else "not found"). Reads of one
+    session list only that workspace's sessions for its lineage, not every workspace's."""
     source = state_of(request).source
-    catalog = await _call(source.workspaces)
-    ids = [ws.workspace_id for ws in _visible(access, catalog)]
-    if not ids:
-        raise Page(404, "no session with that id in the workspaces you can see")
-    return _scope(ids)
+    workspace = await _call(lambda: source.workspace_of(session_id))
+    if workspace is None or not access.allows(workspace):
+        raise Page(404, f"no session {session_id!r} in the workspaces you can see")
+    return Scope.workspace(workspace)
 
 
 # -- search ---------------------------------------------------------------------------------------
@@ -205,7 +206,7 @@ def _window(reader: Any, session_id: str, centre: int, before: int, after: int) 
 async def session(request: Request, access: Access) -> Response:
     source = state_of(request).source
     session_id = request.path_params["session_id"]
-    scope = await _reader_scope(request, access)
+    scope = await _session_scope(request, access, session_id)
     target = request.query_params.get("seq")
 
     def load() -> tuple[LineageView, ReadEventResult | None, list[EventRecordView] | None, int]:
@@ -278,7 +279,7 @@ async def export(request: Request, access: Access) -> Response:
     """The session as JSONL: a ``{"header": ...}`` line, then every event with its surface state."""
     source = state_of(request).source
     session_id = request.path_params["session_id"]
-    scope = await _reader_scope(request, access)
+    scope = await _session_scope(request, access, session_id)
     lines = _export_lines(source, scope, session_id)
     head = await _call(lambda: next(lines))  # errors (not found) before the response starts
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in session_id)
@@ -298,7 +299,7 @@ async def export(request: Request, access: Access) -> Response:
 async def forget(request: Request, access: Access) -> Response:
     source = state_of(request).source
     session_id = request.path_params["session_id"]
-    scope = await _reader_scope(request, access)
+    scope = await _session_scope(request, access, session_id)
     await _call(lambda: source.read(scope, lambda r: r.trace_session(session_id)))  # visible to this token?
     deleted = await _call(lambda: ops.forget(source.backend, session_id))
     return render(

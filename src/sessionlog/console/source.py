@@ -123,6 +123,48 @@ class ConsoleSource:
             self._catalog = (time.monotonic(), found)
             return found
 
+    def workspace_of(self, session_id: str) -> str | None:
+        """The workspace of a projected session (``None``: not in the projection)."""
+        if self.backend.name == "embedded":
+            for attempt in range(2):
+                with self._sqlite() as conn:
+                    row = None
+                    if conn is not None and conn.execute(
+                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                    ).fetchone():
+                        row = conn.execute(
+                            "SELECT workspace_id FROM sessions WHERE session_id = ?", (session_id,)
+                        ).fetchone()
+                if row is not None or attempt:
+                    return None if row is None else str(row[0])
+                with self._catalog_lock:  # not projected yet? catch up once, as a reader would
+                    self._catch_up()
+            return None  # pragma: no cover
+        return self._opensearch_workspace_of(session_id)
+
+    def _opensearch_workspace_of(self, session_id: str) -> str | None:
+        from opensearchpy.exceptions import NotFoundError, OpenSearchException
+
+        from sessionlog.indexer.document import sessions_alias
+        from sessionlog.query.clients import shared_client
+
+        settings = self.backend.opensearch
+        assert settings is not None
+        try:
+            found = shared_client(settings).get(
+                index=sessions_alias(settings.index_prefix),
+                id=session_id,
+                routing=session_id,
+                _source_includes="workspace_id",
+                request_timeout=settings.timeout_s,
+            )
+        except NotFoundError:
+            return None
+        except (OpenSearchException, OSError) as err:
+            raise SourceUnavailable(f"OpenSearch {settings.url} did not answer: {err}") from err
+        workspace = found.get("_source", {}).get("workspace_id")
+        return workspace if isinstance(workspace, str) else None
+
     def _catch_up(self) -> None:
         """Embedded: project what was appended since (as the providers do before each search)."""
         if not self.backend.index_on_search or not self.backend.sqlite_path.exists():
