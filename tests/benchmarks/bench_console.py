@@ -1,10 +1,11 @@
 """Console page latency on a large embedded corpus (on demand; not part of the test run).
 
-``python -m tests.benchmarks.bench_console --entries 272000 [--db PATH] [--runs 200]`` builds the
-benchmark corpus (:mod:`tests.benchmarks.corpus`, needs ``pip install -e '.[bench]'``) into an
-embedded SQLite file (kept with ``--db`` so a rerun skips the build), serves the console on a free
-loopback port and requests each page ``--runs`` times over HTTP, one request at a time, printing
-p50 / p95 / p99 / max in milliseconds per page:
+``python -m tests.benchmarks.bench_console --entries 272000 [--db PATH] [--runs 200] [--stack]``
+builds the benchmark corpus (:mod:`tests.benchmarks.corpus`, needs ``pip install -e '.[bench]'``)
+into an embedded SQLite file (kept with ``--db`` so a rerun skips the build) or, with ``--stack``,
+into the running Kafka + OpenSearch under an isolated topic and index prefix (removed afterwards),
+serves the console on a free loopback port and requests each page ``--runs`` times over HTTP, one
+request at a time, printing p50 / p95 / p99 / max in milliseconds per page:
 
 * ``search 1 ws``: a typo'd two-word query in the largest workspace (first page);
 * ``search all ws``: the same over every workspace (an ops scope);
@@ -22,15 +23,21 @@ import re
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+import orjson
 from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.queries import edit_word
 from tests.console.conftest import embedded, live_console
 from tests.console.http import call
 
+from sessionlog.backend import Backend
 from sessionlog.console.settings import Grants
 from sessionlog.indexer.embedded import EmbeddedIndexer
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
@@ -38,32 +45,89 @@ from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 _WORD = re.compile(r"[A-Za-z]{6,}")
 
 
-def build(path: Path, entries: int, seed: int) -> tuple[list[str], dict[str, list[tuple[str, int]]]]:
-    """Append and index the corpus; returns sample words and (session, last seq) per workspace."""
+Samples = tuple[list[str], dict[str, list[tuple[str, int]]]]
+
+
+def corpus(entries: int, seed: int, sink: Callable[[list[dict[str, Any]]], object]) -> Samples:
+    """Feed the corpus to ``sink`` in batches; returns sample words and (session, last seq) per
+    workspace."""
     rng = random.Random(seed)
     words: list[str] = []
     sessions: dict[str, dict[str, int]] = {}
-    batch: list[dict[str, object]] = []
+    batch: list[dict[str, Any]] = []
+    for record in Corpus(CorpusConfig(entries=entries, seed=seed)):
+        batch.append(record)
+        if record.get("kind") == "event":
+            ws, sid, seq = str(record["workspace_id"]), str(record["session_id"]), int(str(record["seq"]))
+            sessions.setdefault(ws, {})[sid] = seq
+            if len(words) < 5000 and rng.random() < 0.02:
+                words += _WORD.findall(str(record.get("text", "")))[:2]
+        if len(batch) >= 2000:
+            sink(batch)
+            batch = []
+    sink(batch)
+    return words, {ws: list(by.items()) for ws, by in sessions.items()}
+
+
+def _took(entries: int, started: float, appended: float) -> None:
+    append_s, index_s = appended - started, time.monotonic() - appended
+    print(f"built {entries} entries: append {append_s:.0f}s, index {index_s:.0f}s")
+
+
+def build_embedded(path: Path, entries: int, seed: int) -> Samples:
     started = time.monotonic()
     with SQLiteEntryLog(path) as log:
-        for record in Corpus(CorpusConfig(entries=entries, seed=seed)):
-            batch.append(record)
-            if record.get("kind") == "event":
-                ws, sid, seq = str(record["workspace_id"]), str(record["session_id"]), int(str(record["seq"]))
-                sessions.setdefault(ws, {})[sid] = seq
-                if len(words) < 5000 and rng.random() < 0.02:
-                    words += _WORD.findall(str(record.get("text", "")))[:2]
-            if len(batch) >= 2000:
-                log.append_many(batch)
-                batch.clear()
-        log.append_many(batch)
+        samples = corpus(entries, seed, log.append_many)
     appended = time.monotonic()
     with EmbeddedIndexer(path, batch_max=2000) as indexer:
         indexer.run_until_idle()
-    print(
-        f"built {entries} entries: append {appended - started:.0f}s, index {time.monotonic() - appended:.0f}s"
-    )
-    return words, {ws: list(by.items()) for ws, by in sessions.items()}
+    _took(entries, started, appended)
+    return samples
+
+
+@contextmanager
+def stack_backend(entries: int, seed: int, keep: bool) -> Iterator[tuple[Backend, Samples]]:
+    """The corpus on the running Kafka + OpenSearch under an isolated topic, prefix and group."""
+    from kafka import KafkaAdminClient
+
+    from sessionlog.indexer import IndexerSettings, IndexerWorker, OpenSearchSettings, OpenSearchView
+    from sessionlog.ingest import Appender, KafkaSettings, dlq_topic, ensure_topics
+
+    name = f"console-bench-{uuid.uuid4().hex[:8]}"
+    kafka = KafkaSettings().model_copy(update={"topic": f"sessionlog.{name}"})
+    opensearch = OpenSearchSettings().model_copy(update={"index_prefix": name})
+    indexer = IndexerSettings().model_copy(update={"group_id": name})
+    ensure_topics(kafka)
+    try:
+        started = time.monotonic()
+        with Appender(kafka) as appender:
+
+            def send(batch: list[dict[str, Any]]) -> None:
+                for record in batch:
+                    appender.append(record)
+
+            samples = corpus(entries, seed, send)
+            appender.flush(timeout=600)
+        appended = time.monotonic()
+        with IndexerWorker(kafka, opensearch, indexer) as worker:
+            worker.run(until_idle=True)
+        _took(entries, started, appended)
+        backend = Backend.kafka_opensearch(kafka, opensearch, indexer)
+        yield replace(backend, cursor_key=b"console-bench-cursor-key-000000"), samples
+    finally:
+        if keep:
+            print(f"kept topic {kafka.topic}, index prefix {opensearch.index_prefix}")
+        else:
+            view = OpenSearchView(opensearch)
+            try:
+                view.drop()
+            finally:
+                view.close()
+            admin = KafkaAdminClient(**kafka.client_config())
+            try:
+                admin.delete_topics([kafka.topic, dlq_topic(kafka.topic)])
+            finally:
+                admin.close()
 
 
 def measure(name: str, runs: int, url_for: Callable[[int], str]) -> tuple[list[float], dict[int, int]]:
@@ -103,31 +167,41 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=272_000)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--db", type=Path, help="Keep the corpus here (reused when it exists).")
+    parser.add_argument("--db", type=Path, help="Embedded: keep the corpus here (reused when it exists).")
+    parser.add_argument(
+        "--stack", action="store_true", help="Kafka + OpenSearch (`sessionlog up`) instead of embedded."
+    )
+    parser.add_argument("--keep", action="store_true", help="--stack: keep the topic and indices.")
     args = parser.parse_args()
-    tmp = None
-    if args.db is None:
-        tmp = tempfile.TemporaryDirectory()
-        args.db = Path(tmp.name) / "console-bench.db"
-    sidecar = args.db.with_suffix(".samples.txt")
-    if args.db.exists() and sidecar.exists():
-        import orjson
+    if args.stack:
+        with stack_backend(args.entries, args.seed, args.keep) as (backend, samples):
+            run_pages(backend, samples, args.runs, args.seed)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or Path(tmp) / "console-bench.db"
+        sidecar = db.with_suffix(".samples.txt")
+        if db.exists() and sidecar.exists():
+            saved = orjson.loads(sidecar.read_bytes())
+            samples = saved["words"], {ws: [tuple(s) for s in v] for ws, v in saved["sessions"].items()}
+        else:
+            samples = build_embedded(db, args.entries, args.seed)
+            sidecar.write_bytes(orjson.dumps({"words": samples[0], "sessions": samples[1]}))
+        print(f"corpus {db}")
+        run_pages(embedded(db), samples, args.runs, args.seed)
 
-        saved = orjson.loads(sidecar.read_bytes())
-        words, sessions = saved["words"], {ws: [tuple(s) for s in v] for ws, v in saved["sessions"].items()}
-    else:
-        import orjson
 
-        words, sessions = build(args.db, args.entries, args.seed)
-        sidecar.write_bytes(orjson.dumps({"words": words, "sessions": sessions}))
-    rng = random.Random(args.seed)
+def run_pages(backend: Backend, samples: Samples, runs: int, seed: int) -> None:
+    """Request every page ``runs`` times through a console over ``backend``; print the latencies."""
+    words, sessions = samples
+    args = argparse.Namespace(runs=runs)
+    rng = random.Random(seed)
     largest = max(sessions, key=lambda ws: len(sessions[ws]))
     queries = []
     for _ in range(args.runs):
         first, second = rng.sample(words, 2)
         queries.append(f"{edit_word(first.lower(), 'substitute', rng) or first} {second.lower()}")
     picks = [rng.choice(sessions[largest]) for _ in range(args.runs)]
-    with live_console(embedded(args.db), Grants({})) as base:
+    with live_console(backend, Grants({})) as base:
         call(base + "/health")  # warm the catalog and the connections
         page_two: list[str] = []
         for query in queries:
@@ -152,13 +226,11 @@ def main() -> None:
             "health": measure("health", max(20, args.runs // 10), lambda i: f"{base}/health"),
         }
     print(
-        f"corpus {args.db} · largest workspace {largest} "
+        f"{backend.describe()} · largest workspace {largest} "
         f"({len(sessions[largest])} sessions of {sum(map(len, sessions.values()))})"
     )
     for name, measured in results.items():
         report(name, measured)
-    if tmp is not None:
-        tmp.cleanup()
 
 
 if __name__ == "__main__":
