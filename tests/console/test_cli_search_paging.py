@@ -78,3 +78,15 @@ def test_a_short_cursor_key_is_a_configuration_error(cli_env: Path, monkeypatch:
     monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "short")
     result = CliRunner().invoke(app, ["search", "zeppelin", "-w", "ws-page"])
     assert result.exit_code != 0 and "SESSIONLOG_CURSOR_KEY" in result.output
+
+
+def test_the_console_refuses_a_public_address_without_a_token(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("SESSIONLOG_CONSOLE_TOKEN", "SESSIONLOG_CONSOLE_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(app, ["console", "--host", "0.0.0.0", "--port", "1"])
+    assert result.exit_code == 2 and "SESSIONLOG_CONSOLE_TOKEN" in result.output
+    monkeypatch.setenv("SESSIONLOG_CONSOLE_TOKENS", '{"too-short": ["ws-a"]}')
+    result = CliRunner().invoke(app, ["console", "--port", "1"])
+    assert result.exit_code == 2 and "16 characters" in result.output and "too-short" not in result.output

@@ -175,10 +175,11 @@ def test_login_rejects_a_wrong_token_and_an_open_redirect(base: str) -> None:
 def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Path) -> None:
     from dataclasses import replace
 
+    from tests.console.conftest import corpus_records
+
     from sessionlog.backend import Backend
     from sessionlog.indexer.embedded import EmbeddedIndexer
     from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-    from tests.console.conftest import corpus_records
 
     path = tmp_path / "h.db"
     records = list(corpus_records())

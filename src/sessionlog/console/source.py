@@ -129,9 +129,12 @@ class ConsoleSource:
             for attempt in range(2):
                 with self._sqlite() as conn:
                     row = None
-                    if conn is not None and conn.execute(
-                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
-                    ).fetchone():
+                    if (
+                        conn is not None
+                        and conn.execute(
+                            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                        ).fetchone()
+                    ):
                         row = conn.execute(
                             "SELECT workspace_id FROM sessions WHERE session_id = ?", (session_id,)
                         ).fetchone()
