@@ -353,6 +353,10 @@ from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands 
 
 register(app)
 
+from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 - sessionlog export
+
+register_export(app)
+
 from sessionlog.cli.console_cmd import register as register_console  # noqa: E402 - the web console
 
 register_console(app)

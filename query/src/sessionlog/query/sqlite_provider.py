@@ -44,6 +44,7 @@ from typing import Any, Final
 import orjson
 from rapidfuzz.distance import OSA
 
+from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import connect, rollback
 from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan
 from sessionlog.query.contract import (
@@ -277,7 +278,7 @@ class SQLiteProvider:
                 )
             try:
                 conn = connect(self.path, create=False, busy_timeout_s=self.request_timeout_s)
-            except sqlite3.Error as err:
+            except IngestError as err:
                 raise SessionQueryError(
                     "SESSION_QUERY_INDEX_FAILED", f"cannot open {self.path}: {err}"
                 ) from None

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import orjson
 
+from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import connect, rollback
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.reader_base import Loaded, ReaderBase, config_error
@@ -129,7 +130,7 @@ class SQLiteSessionReader(ReaderBase):
                 raise _persistence_failed(f"no embedded database at {self.path}; has anything been appended?")
             try:
                 conn = connect(self.path, create=False, busy_timeout_s=self.request_timeout_s)
-            except sqlite3.Error as err:
+            except IngestError as err:
                 raise _persistence_failed(f"cannot open {self.path}: {err}") from None
             conn.set_progress_handler(self._progress, 2000)
             self._conn, self._pid = conn, os.getpid()
