@@ -7,6 +7,8 @@ into the running Kafka + OpenSearch under an isolated topic and index prefix (re
 serves the console on a free loopback port and requests each page ``--runs`` times over HTTP, one
 request at a time, printing p50 / p95 / p99 / max in milliseconds per page:
 
+* ``provider 1 ws``: the same searches as ``search 1 ws`` straight through the provider, no HTTP
+  (what the console adds is the difference);
 * ``search 1 ws``: a typo'd two-word query in the largest workspace (first page);
 * ``search all ws``: the same over every workspace (an ops scope);
 * ``search page 2``: the second page of a one-workspace search (a signed cursor);
@@ -144,6 +146,19 @@ def measure(name: str, runs: int, url_for: Callable[[int], str]) -> tuple[list[f
     return samples, failed
 
 
+def provider_only(backend: Backend, workspace: str, queries: list[str]) -> tuple[list[float], dict[int, int]]:
+    """The same first-page searches straight through the provider (the console's floor)."""
+    from sessionlog.query import Scope, SessionQueryRequest
+
+    samples = []
+    with backend.open_provider(Scope.workspace(workspace)) as provider:
+        for query in queries:
+            started = time.perf_counter()
+            provider.search(SessionQueryRequest(query=query, limit=50))
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples, {}
+
+
 def report(name: str, measured: tuple[list[float], dict[int, int]]) -> None:
     samples, failed = measured
     if not samples:
@@ -210,6 +225,7 @@ def run_pages(backend: Backend, samples: Samples, runs: int, seed: int) -> None:
             if found:
                 page_two.append(base + found.group(1).replace("&amp;", "&"))
         results = {
+            "provider 1 ws": provider_only(backend, largest, queries),
             "search 1 ws": measure(
                 "search 1 ws", args.runs, lambda i: f"{base}/search?ws={quote(largest)}&q={quote(queries[i])}"
             ),
