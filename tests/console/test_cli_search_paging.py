@@ -90,3 +90,7 @@ def test_the_console_refuses_a_public_address_without_a_token(
     monkeypatch.setenv("SESSIONLOG_CONSOLE_TOKENS", '{"too-short": ["ws-a"]}')
     result = CliRunner().invoke(app, ["console", "--port", "1"])
     assert result.exit_code == 2 and "16 characters" in result.output and "too-short" not in result.output
+    monkeypatch.delenv("SESSIONLOG_CONSOLE_TOKENS")
+    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "short")
+    result = CliRunner().invoke(app, ["console", "--port", "1"])
+    assert result.exit_code == 2 and "SESSIONLOG_CURSOR_KEY" in result.output

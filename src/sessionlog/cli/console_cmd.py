@@ -43,10 +43,14 @@ def console(
         )
         raise typer.Exit(2) from None
     from sessionlog.backend import current_backend
+    from sessionlog.query import SessionQueryError
 
     try:
         settings = ConsoleSettings()
         backend = current_backend()
+    except SessionQueryError as err:
+        err_console.print(f"[red]error:[/red] {escape(err.message)}")
+        raise typer.Exit(2) from None
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
