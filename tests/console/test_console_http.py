@@ -198,3 +198,18 @@ def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Pat
         assert 'id="dead-count">1<' in full and "s-bad" in full and "Field required" in full
         limited = call(url + "/health", token=LIMITED_TOKEN).body
         assert 'id="dead-count">0<' in limited and "s-bad" not in limited
+
+
+def test_search_filters_workspaces_kinds_session_and_time(base: str) -> None:
+    def found(query: str) -> list[str]:
+        return entry_ids(call(base + "/search?" + query, token=FULL_TOKEN).body)
+
+    both = found("q=revenue+forecast&ws=ws-a&ws=ws-b")
+    assert "s-secret:0" in both and "s-alpha:0" in both
+    assert "s-secret:0" not in found("q=revenue+forecast&ws=ws-a")
+    assert found("q=forecast&kind=tool/call") == ["s-alpha:1"]
+    assert set(found("q=forecast&session=s-alpha")) <= {f"s-alpha:{seq}" for seq in range(6)}
+    assert found("q=forecast&session=s-alpha&from=2026-11-30T09:03&to=2026-11-30T09:03:30") == ["s-alpha:3"]
+    assert found("q=forecast&from=2026-12-01") == []
+    assert call(base + "/search?q=x&from=yesterday", token=FULL_TOKEN).status == 400
+    assert call(base + "/search?q=x&kind=NOT+A+KIND", token=FULL_TOKEN).status == 400
