@@ -213,3 +213,22 @@ def test_search_filters_workspaces_kinds_session_and_time(base: str) -> None:
     assert found("q=forecast&from=2026-12-01") == []
     assert call(base + "/search?q=x&from=yesterday", token=FULL_TOKEN).status == 400
     assert call(base + "/search?q=x&kind=NOT+A+KIND", token=FULL_TOKEN).status == 400
+
+
+def test_long_sessions_page_by_101_events_and_export_whole(tmp_path: Path) -> None:
+    from tests.console.conftest import _event, _header
+
+    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+
+    path = tmp_path / "long.db"
+    with SQLiteEntryLog(path) as log:
+        log.append(_header("ws-l", "s-long", 0))
+        log.append_many([_event("ws-l", "s-long", seq, "user/message", f"line {seq}") for seq in range(250)])
+    with live_console(embedded(path), Grants({})) as url:
+        bodies = [call(f"{url}/session/s-long?page={n}").body for n in range(3)]
+        pages = [re.findall(r'data-seq="(\d+)"', body) for body in bodies]
+        assert [len(p) for p in pages] == [101, 101, 48]
+        assert [int(s) for p in pages for s in p] == list(range(250))
+        assert 'id="later"' not in call(f"{url}/session/s-long?page=2").body
+        lines = call(f"{url}/session/s-long/export.jsonl").body.splitlines()
+        assert [orjson.loads(line)["seq"] for line in lines[1:]] == list(range(250))

@@ -220,9 +220,10 @@ async def session(request: Request, access: Access) -> Response:
                 after = _int(request, "after", 5, 0, _WINDOW)
                 return lineage, reader.read_event(session_id, seq, before, after), None, last
             page = _int(request, "page", 0, 0, 1 << 40)
-            window = _window(
-                reader, session_id, min(page * (2 * _WINDOW + 1) + _WINDOW, max(last, 0)), _WINDOW, _WINDOW
-            )
+            size = 2 * _WINDOW + 1
+            start = min(page, max(last, 0) // size) * size  # a page past the end shows the last one
+            centre = min(start + _WINDOW, max(last, 0))
+            window = _window(reader, session_id, centre, centre - start, _WINDOW)
             if window is None and page == 0 and last >= 0:
                 return lineage, None, list(reader.list_events(session_id)), last  # a log with seq gaps
             return lineage, window, None, last
@@ -232,6 +233,7 @@ async def session(request: Request, access: Access) -> Response:
     lineage, window, events, last = await _call(load)
     page = _int(request, "page", 0, 0, 1 << 40)
     pages = (last // (2 * _WINDOW + 1)) + 1 if last >= 0 else 1
+    page = min(page, pages - 1)
     return render(
         request,
         "session.html",
