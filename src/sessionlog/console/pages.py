@@ -25,7 +25,6 @@ from sessionlog.console.views import (
     LineageView,
     highlight,
     lineage_from_listing,
-    lineage_from_trace,
     parse_time,
     within,
 )
@@ -181,16 +180,13 @@ def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
     return max(low, min(value, high))
 
 
-def _lineage(reader: Any, session_id: str) -> LineageView:
-    try:
-        return lineage_from_trace(reader.trace_session(session_id))
-    except SessionQueryError as err:
-        if err.code != "SESSION_QUERY_INVALID_LINEAGE":
-            raise
-    view = lineage_from_listing(session_id, reader.list_sessions())
-    if view is None:  # pragma: no cover - trace_session found it a moment ago
-        raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
-    return view
+def _lineage(source: Any, scope: Scope, session_id: str) -> LineageView:
+    """Lineage from the scope's (briefly cached) listing; a session newer than the cache refreshes it."""
+    for fresh in (False, True):
+        view = lineage_from_listing(session_id, source.listing(scope, fresh=fresh))
+        if view is not None:
+            return view
+    raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
 
 
 def _window(reader: Any, session_id: str, centre: int, before: int, after: int) -> ReadEventResult | None:
@@ -211,7 +207,7 @@ async def session(request: Request, access: Access) -> Response:
 
     def load() -> tuple[LineageView, ReadEventResult | None, list[EventRecordView] | None, int]:
         def run(reader: Any) -> tuple[LineageView, ReadEventResult | None, list[EventRecordView] | None, int]:
-            lineage = _lineage(reader, session_id)
+            lineage = _lineage(source, scope, session_id)
             stats = lineage.target.stats
             last = stats.last_seq if stats is not None and stats.last_seq is not None else -1
             if target is not None:
@@ -301,9 +297,9 @@ async def export(request: Request, access: Access) -> Response:
 async def forget(request: Request, access: Access) -> Response:
     source = state_of(request).source
     session_id = request.path_params["session_id"]
-    scope = await _session_scope(request, access, session_id)
-    await _call(lambda: source.read(scope, lambda r: r.trace_session(session_id)))  # visible to this token?
+    await _session_scope(request, access, session_id)  # "not found" outside the token's workspaces
     deleted = await _call(lambda: ops.forget(source.backend, session_id))
+    source.forget_listings()
     return render(
         request,
         "done.html",

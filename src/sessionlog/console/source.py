@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest, SessionQueryResult
+from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest, SessionQueryResult, SessionRecord
 
 if TYPE_CHECKING:
     from sessionlog.backend import Backend, Provider, Reader
@@ -84,6 +84,8 @@ class ConsoleSource:
         self._readers = _Pool(lambda scope: backend.open_reader(scope))
         self._catalog_lock = threading.Lock()
         self._catalog: tuple[float, list[WorkspaceCount]] | None = None
+        self._listing_lock = threading.Lock()
+        self._listings: OrderedDict[Scope, tuple[float, tuple[SessionRecord, ...]]] = OrderedDict()
         self._indexer: Any = None
 
     # -- search and reads -------------------------------------------------------------------------
@@ -108,6 +110,27 @@ class ConsoleSource:
     def read(self, scope: Scope, call: Callable[[Reader], _T]) -> _T:
         """``call(reader)`` with the reader pinned to ``scope``."""
         return self._with(self._readers, scope, call)
+
+    def listing(self, scope: Scope, *, fresh: bool = False) -> tuple[SessionRecord, ...]:
+        """The scope's sessions (a reader's ``list_sessions``), reused for ``catalog_ttl_s``: the
+        session view draws lineage from it, and an operator browsing one workspace should not
+        list it again for every page."""
+        with self._listing_lock:
+            hit = self._listings.get(scope)
+        if hit is not None and not fresh and time.monotonic() - hit[0] < self.catalog_ttl_s:
+            return hit[1]
+        records: tuple[SessionRecord, ...] = self.read(scope, lambda reader: reader.list_sessions())
+        with self._listing_lock:
+            self._listings.pop(scope, None)
+            self._listings[scope] = (time.monotonic(), records)
+            while len(self._listings) > _CACHE_MAX:
+                self._listings.popitem(last=False)
+        return records
+
+    def forget_listings(self) -> None:
+        """Drop the cached listings (after a write changed the projection)."""
+        with self._listing_lock:
+            self._listings.clear()
 
     # -- catalog ----------------------------------------------------------------------------------
     def workspaces(self, *, fresh: bool = False) -> list[WorkspaceCount]:

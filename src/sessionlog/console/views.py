@@ -14,14 +14,13 @@ from markupsafe import Markup, escape
 from rapidfuzz.distance import Levenshtein
 
 from sessionlog.indexer.textfold import WORD_RE, fold
-from sessionlog.query import SessionMatch, SessionRecord, SessionTrace
+from sessionlog.query import SessionMatch, SessionRecord
 
 __all__ = [
     "SEARCH_KINDS",
     "LineageView",
     "highlight",
     "lineage_from_listing",
-    "lineage_from_trace",
     "parse_time",
     "query_words",
     "within",
@@ -115,16 +114,6 @@ class LineageView:
         if self.cycle is not None or self.unresolved_parent_id is not None:
             return None
         return self.ancestors[-1] if self.ancestors else self.target
-
-
-def lineage_from_trace(trace: SessionTrace) -> LineageView:
-    """The view of a reader's ``trace_session`` result."""
-    return LineageView(
-        target=trace.target,
-        ancestors=list(trace.ancestors),
-        unresolved_parent_id=trace.unresolved_parent_id,
-        descendants=[(node.depth, node.session) for node in trace.descendants],
-    )
 
 
 def _created(record: SessionRecord) -> tuple[bool, float, str]:
