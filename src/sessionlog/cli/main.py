@@ -79,11 +79,16 @@ def _errors() -> Iterator[None]:
 
 # -- local stack ----------------------------------------------------------------------------------
 @app.command()
-def up(fresh: Annotated[bool, typer.Option(help="Wipe data before starting.")] = False) -> None:
+def up(
+    fresh: Annotated[bool, typer.Option(help="Wipe data before starting.")] = False,
+    secure: Annotated[
+        bool, typer.Option(help="TLS, SASL/SCRAM + ACLs, security plugin (docs/security.md).")
+    ] = False,
+) -> None:
     """Start the local Kafka and OpenSearch (fetched from Maven Central on first use)."""
     from sessionlog.cli.stack import run_stack
 
-    raise typer.Exit(run_stack("up", *(["--fresh"] if fresh else [])))
+    raise typer.Exit(run_stack("up", *(["--fresh"] if fresh else []), *(["--secure"] if secure else [])))
 
 
 @app.command()
@@ -356,6 +361,10 @@ register(app)
 from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 - sessionlog export
 
 register_export(app)
+
+from sessionlog.cli.mcp_cmd import register as register_mcp  # noqa: E402 - sessionlog mcp
+
+register_mcp(app)
 
 from sessionlog.cli.console_cmd import register as register_console  # noqa: E402 - the web console
 

@@ -11,6 +11,7 @@ __all__ = [
     "DEFAULT_EXCERPT_BYTES",
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
+    "SELF_TOOL_NAMES",
     "SessionMatch",
     "SessionQuery",
     "SessionQueryRequest",
@@ -20,6 +21,17 @@ __all__ = [
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_EXCERPT_BYTES = 600
+#: The names of sessionlog's own model tools. Their calls and results are not history worth finding
+#: (D8): a search leaves them out unless ``kinds`` is given; see ``SessionQueryRequest.exclude_tools``.
+SELF_TOOL_NAMES: tuple[str, ...] = (
+    "session_query",
+    "workspace_query",
+    "session_search",
+    "session_event_search",
+    "session_event_read",
+    "session_trace",
+    "session_event_trace",
+)
 
 
 class _Frozen(BaseModel):
@@ -36,6 +48,9 @@ class SessionQueryRequest(_Frozen):
     limit: int | None = None
     excerpt_bytes: int = DEFAULT_EXCERPT_BYTES
     cursor: str | None = None
+    #: Tool names whose calls and results a default-kinds search leaves out (the searching tools' own
+    #: calls, whatever the operator named them). At most 32 names of at most 512 characters.
+    exclude_tools: tuple[str, ...] = SELF_TOOL_NAMES
 
 
 class SessionMatch(_Frozen):

@@ -13,9 +13,10 @@ from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
 
 from sessionlog.indexer.document import events_alias, sessions_alias, watermarks_index
+from sessionlog.indexer.os_security import item_failure, security_failure
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.settings import describe_settings_error
-from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan, browse_body, count_body, search_body
+from sessionlog.query.builder import QueryPlan, browse_body, count_body, search_body
 from sessionlog.query.clients import shared_client
 from sessionlog.query.contract import (
     DEFAULT_LIMIT,
@@ -128,7 +129,13 @@ class OpenSearchProvider:
         budget = excerpt_budget(request)
         routing = self._routing(session_id)
         fingerprint = request_fingerprint(
-            self.scope.fingerprint(), session_id, plan.words, plan.kinds, plan.limit, budget
+            self.scope.fingerprint(),
+            session_id,
+            plan.words,
+            plan.kinds,
+            plan.limit,
+            budget,
+            plan.exclude_tools,
         )
         after: list[Any] | None = None
         partial = False
@@ -189,7 +196,7 @@ class OpenSearchProvider:
                     break
                 if record.type not in plan.kinds or not (record.text or "").strip():
                     continue
-                if plan.default_kinds and record.tool_name == SEARCH_TOOL_NAME:
+                if plan.default_kinds and record.tool_name in plan.exclude_tools:
                     continue
                 entries.append(record)
         if not entries:
@@ -229,11 +236,15 @@ class OpenSearchProvider:
                 "SESSION_QUERY_INDEX_FAILED", f"index missing ({err.error}); has the indexer run?"
             ) from None
         except (OSConnectionError, ConnectionTimeout) as err:
+            if (line := security_failure(err, self.settings)) is not None:
+                raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line) from None
             raise SessionQueryError(
                 "SESSION_QUERY_INDEX_FAILED",
                 f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}",
             ) from None
         except TransportError as err:
+            if (line := security_failure(err, self.settings)) is not None:
+                raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line) from None
             raise SessionQueryError(
                 "SESSION_QUERY_INDEX_FAILED", f"OpenSearch failed ({err.status_code}): {err.error}"
             ) from None
@@ -263,6 +274,8 @@ class OpenSearchProvider:
                 self.live.release_through(int(hit["_source"]["partition"]), int(hit["_source"]["offset"]))
         for response in responses:
             if "error" in response:
+                if (line := item_failure(response["error"], self.settings)) is not None:
+                    raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line)
                 raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"count failed: {response['error']}")
         first = responses[0]
         total = int(first["hits"]["total"]["value"])

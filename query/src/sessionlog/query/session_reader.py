@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from sessionlog.indexer.document import events_alias, sessions_alias
 from sessionlog.indexer.fold import FoldEvent, FoldResult, SurfaceState
+from sessionlog.indexer.os_security import item_failure, security_failure
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.query.clients import shared_client
 from sessionlog.query.errors import SessionQueryError
@@ -213,11 +214,15 @@ class SessionReader(ReaderBase):
             message = f"projection index missing ({err.error}); has the indexer run?"
             raise SessionQueryError("SESSION_QUERY_PERSISTENCE_FAILED", message) from None
         except (OSConnectionError, ConnectionTimeout) as err:
+            if (line := security_failure(err, self.settings)) is not None:
+                raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line) from None
             raise SessionQueryError(
                 "SESSION_QUERY_PERSISTENCE_FAILED",
                 f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}",
             ) from None
         except TransportError as err:
+            if (line := security_failure(err, self.settings)) is not None:
+                raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line) from None
             raise SessionQueryError(
                 "SESSION_QUERY_PERSISTENCE_FAILED", f"OpenSearch failed ({err.status_code}): {err.error}"
             ) from None
@@ -258,6 +263,8 @@ class SessionReader(ReaderBase):
         for response in responses:
             if "error" in response:
                 error = response["error"]
+                if (line := item_failure(error, self.settings)) is not None:
+                    raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line)
                 reason = error.get("type", error) if isinstance(error, dict) else error
                 message = f"projection read failed: {reason}"
                 raise SessionQueryError("SESSION_QUERY_PERSISTENCE_FAILED", message)

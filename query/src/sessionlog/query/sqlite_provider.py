@@ -46,7 +46,7 @@ from rapidfuzz.distance import OSA
 
 from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import connect, rollback
-from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan
+from sessionlog.query.builder import QueryPlan
 from sessionlog.query.contract import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -341,7 +341,13 @@ class SQLiteProvider:
         plan, session_id = self._plan(request)
         budget = excerpt_budget(request)
         fingerprint = request_fingerprint(
-            self.scope.fingerprint(), session_id, plan.words, plan.kinds, plan.limit, budget
+            self.scope.fingerprint(),
+            session_id,
+            plan.words,
+            plan.kinds,
+            plan.limit,
+            budget,
+            plan.exclude_tools,
         )
         offset, partial, issued = 0, False, None
         if request.cursor is not None:
@@ -410,10 +416,11 @@ class SQLiteProvider:
         marks = ",".join("?" * len(plan.kinds))
         sql = f"e.type IN ({marks}) AND e.has_text = 1"
         params: list[Any] = list(plan.kinds)
-        if plan.default_kinds:
-            # The search tool's own calls and results are not history worth finding (D8).
-            sql += " AND e.tool_name IS NOT ?"
-            params.append(SEARCH_TOOL_NAME)
+        if plan.default_kinds and plan.exclude_tools:
+            # The search tools' own calls and results are not history worth finding (D8).
+            names = ",".join("?" * len(plan.exclude_tools))
+            sql += f" AND (e.tool_name IS NULL OR e.tool_name NOT IN ({names}))"
+            params.extend(plan.exclude_tools)
         return sql, params
 
     def _count(
