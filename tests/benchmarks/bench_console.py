@@ -41,7 +41,7 @@ from tests.console.http import call
 
 from sessionlog.backend import Backend
 from sessionlog.console.settings import Grants
-from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 
 _WORD = re.compile(r"[A-Za-z]{6,}")
@@ -81,8 +81,8 @@ def build_embedded(path: Path, entries: int, seed: int) -> Samples:
     with SQLiteEntryLog(path) as log:
         samples = corpus(entries, seed, log.append_many)
     appended = time.monotonic()
-    with EmbeddedIndexer(path, batch_max=2000) as indexer:
-        indexer.run_until_idle()
+    with embedded_runner(path, batch_max=2000) as indexer:
+        indexer.run(until_idle=True)
     _took(entries, started, appended)
     return samples
 

@@ -178,7 +178,7 @@ def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Pat
     from tests.console.conftest import corpus_records
 
     from sessionlog.backend import Backend
-    from sessionlog.indexer.embedded import EmbeddedIndexer
+    from sessionlog.indexer.embedded import embedded_runner
     from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 
     path = tmp_path / "h.db"
@@ -187,8 +187,8 @@ def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Pat
         log.append_many(records[:-2])
         bad = {"v": 1, "kind": "event", "workspace_id": "ws-b", "session_id": "s-bad"}
         log.append_raw(b"s-bad", orjson.dumps(bad))
-    with EmbeddedIndexer(path) as indexer:
-        indexer.run_until_idle()
+    with embedded_runner(path) as indexer:
+        indexer.run(until_idle=True)
     with SQLiteEntryLog(path) as log:
         log.append_many(records[-2:])  # appended, not yet projected
     backend = replace(Backend.embedded(path, index_on_search=False), cursor_key=b"k" * 32)

@@ -1,7 +1,7 @@
 """The console's operations adapter: indexer lag, watermark, dead letters, and the two writes.
 
-Everything here calls whatever the indexer and ingest packages expose today (``dlq_list``,
-``dlq_replay``, ``forget_session``, the embedded indexer's tables); it is kept in this one module so
+Everything here calls what the indexer and ingest packages expose (the backend's dead-letter store,
+``forget_session``, the embedded file's tables); it is kept in this one module so
 that it is easy to re-point when those move behind the backend. Driver errors become
 :class:`~sessionlog.console.source.SourceUnavailable`.
 """
@@ -212,51 +212,54 @@ def _kafka_health(backend: Backend) -> Health:
 # -- dead letters ---------------------------------------------------------------------------------
 def dead_letters(backend: Backend, limit: int = DEAD_LETTERS_SHOWN) -> list[DeadLetterView]:
     """Parked records, oldest first (SourceUnavailable when the backend does not answer)."""
-    if backend.name == "embedded":
-        try:
-            conn = _ro(backend)
-            if conn is None:
-                return []
-            try:
-                if not conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'"
-                ).fetchone():
-                    return []
-                from sessionlog.indexer.embedded import list_dead_letters
+    if backend.name == "embedded" and not _has_dead_letter_table(backend):
+        return []
+    from sessionlog.indexer.errors import IndexerError
 
-                return [_view(letter) for letter in list_dead_letters(conn, limit)]
-            finally:
-                conn.close()
-        except sqlite3.Error as err:
-            raise SourceUnavailable(f"cannot read the dead letters: {err}") from err
-    from kafka.errors import KafkaError
-
-    from sessionlog.indexer.operations import dlq_list
-
-    assert backend.kafka is not None
     try:
-        return [_view(letter) for letter in dlq_list(backend.kafka, limit=limit)]
-    except (KafkaError, OSError) as err:
+        store = backend.open_dead_letters()
+        try:
+            return [_view(letter) for letter in store.list(limit)]
+        finally:
+            store.close()
+    except IndexerError as err:
+        raise SourceUnavailable(f"cannot read the dead letters: {err}") from err
+
+
+def _has_dead_letter_table(backend: Backend) -> bool:
+    """Whether the embedded file exists and has parked anything yet (a read-only look: never creates)."""
+    try:
+        conn = _ro(backend)
+        if conn is None:
+            return False
+        try:
+            return bool(
+                conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'"
+                ).fetchone()
+            )
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
         raise SourceUnavailable(f"cannot read the dead letters: {err}") from err
 
 
 def replay_supported(backend: Backend) -> bool:
-    """Whether this backend can re-drive dead letters from the console."""
-    return backend.name == "kafka-opensearch"
+    """Whether this backend can re-drive dead letters from the console (both can)."""
+    return True
 
 
 def replay(backend: Backend) -> int:
     """Re-send the dead letters not replayed before to the log; how many were sent."""
-    from kafka.errors import KafkaError
+    from sessionlog.indexer.errors import IndexerError
 
-    from sessionlog.indexer.operations import dlq_replay
-
-    if not replay_supported(backend):
-        raise SourceUnavailable("dead-letter replay is not available on the embedded backend")
-    assert backend.kafka is not None
     try:
-        return dlq_replay(backend.kafka)
-    except (KafkaError, OSError) as err:
+        store = backend.open_dead_letters()
+        try:
+            return store.replay()
+        finally:
+            store.close()
+    except IndexerError as err:
         raise SourceUnavailable(f"replay failed: {err}") from err
 
 
