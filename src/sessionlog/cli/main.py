@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import sys
-import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
-import orjson
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
 from sessionlog.cli import append_cmd, output
-from sessionlog.textsafe import safe_text
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history."
@@ -89,111 +85,6 @@ def status() -> None:
 app.command("append")(append_cmd.append)
 
 
-@app.command()
-def index(
-    until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop once caught up.")] = False,
-    metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics, /healthz, /readyz here.")] = None,
-) -> None:
-    """Run the indexer that projects the log into the search view (SESSIONLOG_BACKEND)."""
-    import signal
-    import threading
-
-    from sessionlog.backend import open_indexer
-
-    with _errors():
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        signal.signal(signal.SIGINT, lambda *_: stop.set())
-        started = time.monotonic()
-        with open_indexer(metrics_port=metrics_port) as worker:
-            stats = worker.run(until_idle=until_idle, stop=stop)
-        took = time.monotonic() - started
-        console.print(
-            f"consumed {stats.consumed}, indexed {stats.indexed}, replays {stats.replays}, "
-            f"conflicts {stats.conflicts}, dead-lettered {stats.dead_lettered} in {took:.1f}s"
-        )
-
-
-dlq_app = typer.Typer(no_args_is_help=True, help="Inspect and re-drive dead letters.")
-app.add_typer(dlq_app, name="dlq")
-
-
-@dlq_app.command("list")
-def dlq_list_cmd(
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 100,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Show parked records with their reasons, oldest first."""
-    from sessionlog.indexer.operations import dlq_list
-    from sessionlog.ingest import KafkaSettings
-
-    with _errors(as_json):
-        letters = dlq_list(KafkaSettings(), limit=limit)
-        if as_json:
-            for letter in letters:
-                letter.pop("key", None)
-                letter.pop("value", None)
-                sys.stdout.write(orjson.dumps(letter, default=str).decode() + "\n")
-            return
-        table = _table(f"{len(letters)} dead letters", ["dlq offset", "source", "class", "field", "reason"])
-        for letter in letters:
-            table.add_row(
-                str(letter["dlq_offset"]),
-                f"{letter['partition']}@{letter['offset']}",
-                safe_text(letter["error_class"]),
-                safe_text(letter.get("field") or ""),
-                safe_text(letter["reason"][:120]),
-            )
-        console.print(table)
-
-
-@dlq_app.command("replay")
-def dlq_replay_cmd() -> None:
-    """Re-send dead letters not replayed before to the session topic (after a fix); idempotent."""
-    from sessionlog.indexer.operations import dlq_replay
-    from sessionlog.ingest import KafkaSettings
-
-    with _errors():
-        count = dlq_replay(KafkaSettings())
-        console.print(f"re-sent {count} dead letters")
-
-
-@app.command()
-def rebuild(keep: Annotated[bool, typer.Option(help="Keep the old index version.")] = False) -> None:
-    """Replay the whole topic into a new index version, then switch the read aliases atomically."""
-    from sessionlog.indexer import IndexerSettings, OpenSearchSettings
-    from sessionlog.indexer.operations import rebuild as run_rebuild
-    from sessionlog.ingest import KafkaSettings
-
-    with _errors(), Progress(console=err_console) as progress:
-        task = progress.add_task("rebuilding", total=None)
-
-        def on_batch(stats: Any, ends: dict[Any, int]) -> None:
-            progress.update(task, completed=stats.consumed, total=sum(ends.values()) or None)
-
-        report = run_rebuild(
-            KafkaSettings(), OpenSearchSettings(), IndexerSettings(), keep=keep, on_batch=on_batch
-        )
-    console.print(
-        f"rebuilt v{report.old_version} → v{report.new_version}: {report.stats.indexed} events "
-        f"in {report.seconds:.1f}s ({'kept' if keep else 'deleted'} v{report.old_version})"
-    )
-
-
-@app.command()
-def forget(session_id: Annotated[str, typer.Argument(help="Session whose documents to delete.")]) -> None:
-    """Delete a session's documents from the projection (the topic keeps it until retention)."""
-    from sessionlog.indexer import OpenSearchSettings
-    from sessionlog.indexer.operations import forget_session
-
-    with _errors():
-        deleted = forget_session(OpenSearchSettings(), session_id)
-        output.say(
-            f"deleted {deleted} events of {session_id}; the Kafka topic keeps its records "
-            "until retention (see docs/operations.md)"
-        )
-
-
 def _search_scope(workspace: str | None, session: str | None, as_json: bool) -> Any:
     from sessionlog.query import Scope
 
@@ -213,9 +104,8 @@ def _require_known(scope: Any, workspace: str | None, session: str | None, as_js
         known = {record.header.session_id for record in reader.list_sessions()}
     if session is not None and session not in known:
         where = f" in workspace {workspace}" if workspace else ""
-        output.fail(
-            f"no session {session}{where}", 1, as_json=as_json, code="SESSION_QUERY_SESSION_NOT_FOUND"
-        )
+        message = f"no session {session}{where}"
+        output.fail(message, 1, as_json=as_json, code="SESSION_QUERY_SESSION_NOT_FOUND")
     if not known:
         output.fail(
             f"no sessions in workspace {workspace} (unknown workspace, or nothing indexed yet)",
@@ -230,28 +120,49 @@ def search(
     query: Annotated[str, typer.Argument(help="Free text; empty browses the most recent entries.")] = "",
     workspace: Annotated[str | None, typer.Option("--workspace", "-w")] = None,
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", help="Matches per page (10; 50 with --all).")
+    ] = None,
     kinds: Annotated[list[str] | None, typer.Option("--kind")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (or error) as JSON.")] = False,
+    cursor: Annotated[
+        str | None,
+        typer.Option("--cursor", help="Continue from a page's next_cursor (same query and scope)."),
+    ] = None,
+    all_pages: Annotated[
+        bool,
+        typer.Option("--all", help="Stream every match, page by page (one JSON object a line with --json)."),
+    ] = False,
 ) -> None:
-    """Scoped, typo- and accent-tolerant search."""
+    """Scoped, typo- and accent-tolerant search (SESSIONLOG_CURSOR_KEY: cursors work across processes)."""
     from sessionlog.backend import open_provider
-    from sessionlog.query import SessionQueryRequest, render_result
+    from sessionlog.cli.search_pages import print_all, print_next
+    from sessionlog.query import DEFAULT_LIMIT, MAX_LIMIT, SessionQueryRequest, render_result
 
     with _errors(as_json):
         scope = _search_scope(workspace, session, as_json)
         with open_provider(scope) as provider:
             request = SessionQueryRequest(
-                session_id=session, query=query, limit=limit, kinds=tuple(kinds or ())
+                session_id=session,
+                query=query,
+                limit=limit if limit is not None else (MAX_LIMIT if all_pages else DEFAULT_LIMIT),
+                kinds=tuple(kinds or ()),
+                cursor=cursor,
             )
+            if all_pages:
+                print_all(
+                    provider, request, as_json=as_json, several=not session, out=console, err=err_console
+                )
+                return
             result = provider.search(request)
-        if not result.matches and result.searched == 0:
+        if not result.matches and result.searched == 0 and cursor is None:
             _require_known(scope, workspace, session, as_json)
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
         else:
             text = render_result(result, query, scope_noun="session" if session else "workspace")
             output.say(text, keep_newlines=True)
+            print_next(result, err_console)
 
 
 @app.command()
@@ -303,9 +214,11 @@ def _table(title: str, columns: list[str]) -> Table:
     return table
 
 
+from sessionlog.cli.ops_cmd import register as register_ops  # noqa: E402 - index, dlq, rebuild, forget
 from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands (sessions, read, trace)
 
 register(app)
+register_ops(app)
 
 from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 - sessionlog export
 
@@ -314,6 +227,10 @@ register_export(app)
 from sessionlog.cli.mcp_cmd import register as register_mcp  # noqa: E402 - sessionlog mcp
 
 register_mcp(app)
+
+from sessionlog.cli.console_cmd import register as register_console  # noqa: E402 - the web console
+
+register_console(app)
 
 
 if __name__ == "__main__":  # pragma: no cover
