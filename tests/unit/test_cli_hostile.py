@@ -148,7 +148,8 @@ def test_the_embedded_indexer_log_of_a_dead_letter_is_one_line(db: Path) -> None
         logger.removeHandler(handler)
     assert stats.dead_lettered == 1
     lines = stream.getvalue().splitlines()
-    assert lines and all("dead-lettered" in line for line in lines if "forged" in line)
+    # Whatever the indexer logs about the record, the key's newline never starts a line of its own.
+    assert not any(line.startswith("2026-01-01T00:00:00.000Z ERROR") for line in lines)
 
 
 def test_escape_control_keeps_printable_text() -> None:
