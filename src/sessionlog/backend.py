@@ -19,6 +19,7 @@ background.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from dataclasses import dataclass
@@ -90,6 +91,10 @@ class BackendSettings(BaseSettings):
     sqlite_index_on_search: bool = Field(
         default=True, description="Embedded: catch the projection up with the log before each search."
     )
+    search_enabled: bool = Field(
+        default=True,
+        description="False: every search fails with SESSION_QUERY_SEARCH_DISABLED (reads still work).",
+    )
     kafka_bootstrap_servers: str | None = Field(default=None, description="Set: servers are configured.")
     opensearch_url: str | None = Field(default=None, description="Set: servers are configured.")
 
@@ -136,6 +141,7 @@ class Backend:
     name: BackendName
     sqlite_path: Path
     index_on_search: bool = True
+    search_enabled: bool = True
     kafka: KafkaSettings | None = None
     opensearch: OpenSearchSettings | None = None
     indexer: IndexerSettings | None = None
@@ -144,8 +150,10 @@ class Backend:
     def from_env(cls, settings: BackendSettings | None = None) -> Backend:
         settings = settings or BackendSettings()
         if settings.selected() == "embedded":
-            return cls.embedded(settings.sqlite_path, index_on_search=settings.sqlite_index_on_search)
-        return cls.kafka_opensearch()
+            backend = cls.embedded(settings.sqlite_path, index_on_search=settings.sqlite_index_on_search)
+        else:
+            backend = cls.kafka_opensearch()
+        return dataclasses.replace(backend, search_enabled=settings.search_enabled)
 
     @classmethod
     def embedded(cls, path: str | os.PathLike[str], *, index_on_search: bool = True) -> Backend:
@@ -208,6 +216,7 @@ class Backend:
 
     def open_provider(self, scope: Scope, **kwargs: Any) -> Provider:
         """A search provider pinned to ``scope`` (keyword arguments go to the provider)."""
+        kwargs.setdefault("search_enabled", self.search_enabled)
         if self.name == "embedded":
             from sessionlog.query.sqlite_provider import SQLiteProvider
 

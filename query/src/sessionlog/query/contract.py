@@ -40,7 +40,7 @@ def check_request_fields(data: Mapping[str, Any]) -> None:
     (INVALID_SCOPE), ``query`` text (INVALID_QUERY), ``kinds`` a list or tuple of kinds that match
     :data:`KIND_RE` in full (INVALID_FILTER), ``limit`` and ``excerpt_bytes`` integers, never
     booleans, floats or numeric text (INVALID_LIMIT), ``cursor`` text (INVALID_CURSOR), no other
-    field (INVALID_QUERY). Ranges are the provider's business (:func:`~sessionlog.query.plan.plan_request`)."""
+    field (INVALID_QUERY). Ranges are checked by :func:`~sessionlog.query.plan.plan_request`."""
     unknown = sorted(str(key) for key in data if key not in _FIELDS)
     if unknown:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", f"unknown request field {unknown[0]!r}")

@@ -58,7 +58,7 @@ def translate_opensearch_error(err: Exception, code: ErrorCode, url: str) -> Ses
         return SessionQueryError(code, f"OpenSearch at {where} refused the credentials ({err.status_code})")
     if isinstance(err, osx.TransportError):
         return SessionQueryError(code, f"OpenSearch failed ({err.status_code}): {err.error}")
-    if isinstance(err, osx.OpenSearchException):
+    if isinstance(err, osx.OpenSearchException | osx.ImproperlyConfigured):
         return SessionQueryError(code, f"OpenSearch client failed: {type(err).__name__}: {err}")
     if isinstance(err, urllib3.exceptions.HTTPError | OSError):
         return SessionQueryError(code, f"connection to OpenSearch at {where} failed: {type(err).__name__}")

@@ -84,7 +84,9 @@ class OpenSearchEngine:
                 watermarks[int(hit["_source"]["partition"])] = int(hit["_source"]["offset"])
         for one in responses:
             if "error" in one:
-                raise SessionQueryError(self.access.code, f"OpenSearch search failed: {_reason(one['error'])}")
+                raise SessionQueryError(
+                    self.access.code, f"OpenSearch search failed: {_reason(one['error'])}"
+                )
         first = responses[0]
         total = int(first["hits"]["total"]["value"])
         exists = total > 0 or (existence and int(responses[2]["hits"]["total"]["value"]) > 0)

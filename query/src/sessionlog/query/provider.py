@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import replace
-from typing import Any
+from typing import Any, Self
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.config import (
@@ -96,7 +96,7 @@ class SearchProvider:
             self._closed = True
             self.engine.close()
 
-    def __enter__(self) -> SearchProvider:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -113,7 +113,7 @@ class ReaderBase(ABC):
         scope: Scope,
         *,
         read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | None = None,
+        live: LiveSource | object | None = None,
         persistence: bool = True,
         request_timeout_s: float = 5.0,
         persisted_inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
@@ -125,16 +125,16 @@ class ReaderBase(ABC):
         self.persisted_inspect_concurrency = check_int(
             persisted_inspect_concurrency, "persisted_inspect_concurrency", 1, _MAX_SAFE_INTEGER
         )
+        self._live: LiveSource | None = None
         if live is not None:
             try:
-                live = live_source(live)
+                self._live = live_source(live)
             except TypeError:
                 raise config_error(
                     "live must be an Appender or provide sessions() and events(session_id)"
                 ) from None
         self.scope = scope
         self.persistence = persistence
-        self._live = live
         self._closed = False
 
     # -- the projection (implemented per backend) -------------------------------------------------

@@ -156,7 +156,7 @@ class SessionReader(ReaderBase):
         index_prefix: str | None = None,
         client: OpenSearch | None = None,
         read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | None = None,
+        live: LiveSource | object | None = None,
         persistence: bool = True,
         page_size: int = DEFAULT_PAGE_SIZE,
         request_timeout_s: float = 5.0,
@@ -174,7 +174,11 @@ class SessionReader(ReaderBase):
         self.page_size = check_int(page_size, "page_size", 1, MAX_PAGE)
         self.cache = check_bool(cache, "cache")
         self.access = OpenSearchAccess(
-            "SESSION_QUERY_PERSISTENCE_FAILED", settings, hosts=hosts, index_prefix=index_prefix, client=client
+            "SESSION_QUERY_PERSISTENCE_FAILED",
+            settings,
+            hosts=hosts,
+            index_prefix=index_prefix,
+            client=client,
         )
         self.settings = self.access.settings
         self.events_index = events_alias(self.settings.index_prefix)

@@ -13,16 +13,18 @@ background.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Final
 
 from sessionlog.ingest.errors import IngestError
-from sessionlog.ingest.sqlite_log import connect, rollback
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.errors import ErrorCode, SessionQueryError
 
@@ -34,8 +36,26 @@ Connector = Callable[[Path, float], sqlite3.Connection]
 _PROGRESS_STEPS: Final = 2000
 
 
+@cache
+def _ingest_file() -> ModuleType:
+    """Ingest's SQLite file module (``connect`` never creates a file with ``create=False`` and
+    refuses another application's). Loaded on first use: the module that holds it may import more
+    of ingest than a reader needs."""
+    try:
+        return importlib.import_module("sessionlog.ingest.sqlite_file")
+    except ModuleNotFoundError:
+        return importlib.import_module("sessionlog.ingest.sqlite_log")
+
+
 def default_connector(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    return connect(path, create=False, busy_timeout_s=busy_timeout_s)
+    conn: sqlite3.Connection = _ingest_file().connect(path, create=False, busy_timeout_s=busy_timeout_s)
+    return conn
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def translate_sqlite_error(err: Exception, code: ErrorCode, path: Path) -> SessionQueryError | None:
@@ -217,6 +237,6 @@ class SQLiteFile:
             finally:
                 self._deadline = None
                 if conn is not None:
-                    rollback(conn)
+                    _rollback(conn)
         finally:
             self._lock.release()

@@ -78,7 +78,7 @@ class SQLiteSessionReader(ReaderBase):
         path: str | os.PathLike[str],
         *,
         read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | None = None,
+        live: LiveSource | object | None = None,
         persistence: bool = True,
         request_timeout_s: float = 5.0,
         persisted_inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
