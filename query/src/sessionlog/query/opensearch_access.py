@@ -8,8 +8,8 @@ no request outlives the caller's ``request_timeout_s`` (or its abort signal's ti
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
@@ -23,7 +23,9 @@ from sessionlog.query.errors import ErrorCode, SessionQueryError
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
 
-__all__ = ["OpenSearchAccess", "redact_url", "translate_opensearch_error"]
+__all__ = ["OpenSearchAccess", "opensearch_access", "redact_url", "translate_opensearch_error"]
+
+_TARGET: Final = ("hosts", "index_prefix", "client")
 
 _T = TypeVar("_T")
 
@@ -136,3 +138,13 @@ class OpenSearchAccess:
             raise SessionQueryError(
                 self.code, f"unexpected OpenSearch response to {what}: {type(err).__name__}: {err}"
             ) from None
+
+
+def opensearch_access(
+    code: ErrorCode, settings: OpenSearchSettings | None, options: Mapping[str, Any]
+) -> tuple[OpenSearchAccess, dict[str, Any]]:
+    """The access for ``settings`` and the location options among ``options``
+    (:class:`~sessionlog.query.options.OpenSearchTarget`), and the other options."""
+    target = {key: options[key] for key in _TARGET if key in options}
+    rest = {key: value for key, value in options.items() if key not in _TARGET}
+    return OpenSearchAccess(code, settings, **target), rest

@@ -6,17 +6,17 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from sessionlog.indexer.document import events_alias, sessions_alias, watermarks_index
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.query.builder import browse_body, count_body, search_body
 from sessionlog.query.config import check_scope
-from sessionlog.query.contract import DEFAULT_LIMIT, MAX_LIMIT
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
 from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.opensearch_access import OpenSearchAccess
+from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access
+from sessionlog.query.options import OpenSearchProviderOptions
 from sessionlog.query.plan import MAX_QUERY_WORDS
 from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
@@ -144,9 +144,9 @@ class OpenSearchProvider(SearchProvider):
 
     Cheap to construct (the HTTP client is shared per endpoint and created lazily), thread-safe,
     and ``close()`` is idempotent. Every request carries the scope as a server-side filter.
-    ``settings``/``hosts``/``index_prefix``/``client`` say where the projection is; ``live`` is
-    this process's appender (or its live view), whose entries the index does not show yet are
-    merged (read-your-writes). The other settings are
+    ``settings`` and the :class:`~sessionlog.query.options.OpenSearchTarget` options say where the
+    projection is; ``live`` is this process's appender (or its live view), whose entries the index
+    does not show yet are merged (read-your-writes). The other options are
     :class:`~sessionlog.query.provider.SearchProvider`'s.
     """
 
@@ -156,30 +156,10 @@ class OpenSearchProvider(SearchProvider):
         self,
         scope: Scope,
         settings: OpenSearchSettings | None = None,
-        *,
-        hosts: str | None = None,
-        index_prefix: str | None = None,
-        client: OpenSearch | None = None,
-        default_limit: int = DEFAULT_LIMIT,
-        max_limit: int = MAX_LIMIT,
-        request_timeout_s: float = 5.0,
-        cursor_key: bytes | None = None,
-        live: Any | None = None,
-        search_enabled: bool = True,
+        **options: Unpack[OpenSearchProviderOptions],
     ) -> None:
-        access = OpenSearchAccess(
-            "SESSION_QUERY_INDEX_FAILED", settings, hosts=hosts, index_prefix=index_prefix, client=client
-        )
-        super().__init__(
-            scope,
-            OpenSearchEngine(scope, access),
-            default_limit=default_limit,
-            max_limit=max_limit,
-            request_timeout_s=request_timeout_s,
-            cursor_key=cursor_key,
-            live=live,
-            search_enabled=search_enabled,
-        )
+        access, rest = opensearch_access("SESSION_QUERY_INDEX_FAILED", settings, options)
+        super().__init__(scope, OpenSearchEngine(scope, access), **rest)
 
     @property
     def settings(self) -> OpenSearchSettings:

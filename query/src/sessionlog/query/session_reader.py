@@ -25,18 +25,17 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from sessionlog.indexer.document import events_alias, sessions_alias
 from sessionlog.indexer.fold import FoldEvent, FoldResult, SurfaceState
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.query.config import check_bool, check_int
 from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.opensearch_access import OpenSearchAccess
-from sessionlog.query.reader_base import DEFAULT_INSPECT_CONCURRENCY, Loaded, ReaderBase
+from sessionlog.query.opensearch_access import opensearch_access
+from sessionlog.query.options import OpenSearchReaderOptions
+from sessionlog.query.reader_base import Loaded, ReaderBase
 from sessionlog.query.reads import (
-    DEFAULT_READ_WINDOW_MAX,
-    LiveSource,
     LogEntry,
     SessionRecord,
     entry_from_source,
@@ -152,34 +151,14 @@ class SessionReader(ReaderBase):
         scope: Scope,
         settings: OpenSearchSettings | None = None,
         *,
-        hosts: str | None = None,
-        index_prefix: str | None = None,
-        client: OpenSearch | None = None,
-        read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | object | None = None,
-        persistence: bool = True,
         page_size: int = DEFAULT_PAGE_SIZE,
-        request_timeout_s: float = 5.0,
         cache: bool = True,
-        persisted_inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
+        **options: Unpack[OpenSearchReaderOptions],
     ) -> None:
-        super().__init__(
-            scope,
-            read_window_max=read_window_max,
-            live=live,
-            persistence=persistence,
-            request_timeout_s=request_timeout_s,
-            persisted_inspect_concurrency=persisted_inspect_concurrency,
-        )
+        self.access, rest = opensearch_access("SESSION_QUERY_PERSISTENCE_FAILED", settings, options)
+        super().__init__(scope, **rest)
         self.page_size = check_int(page_size, "page_size", 1, MAX_PAGE)
         self.cache = check_bool(cache, "cache")
-        self.access = OpenSearchAccess(
-            "SESSION_QUERY_PERSISTENCE_FAILED",
-            settings,
-            hosts=hosts,
-            index_prefix=index_prefix,
-            client=client,
-        )
         self.settings = self.access.settings
         self.events_index = events_alias(self.settings.index_prefix)
         self.sessions_index = sessions_alias(self.settings.index_prefix)

@@ -17,18 +17,26 @@ import importlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Final
+from typing import Any, Final
 
 from sessionlog.ingest.errors import IngestError
+from sessionlog.query.config import check_callable, check_path, check_timeout
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.errors import ErrorCode, SessionQueryError
 
-__all__ = ["CatchUp", "Connector", "SQLiteFile", "default_connector", "translate_sqlite_error"]
+__all__ = [
+    "CatchUp",
+    "Connector",
+    "SQLiteFile",
+    "default_connector",
+    "sqlite_file",
+    "translate_sqlite_error",
+]
 
 #: Opens the file read-only-ish (never creates it) with a busy timeout in seconds.
 Connector = Callable[[Path, float], sqlite3.Connection]
@@ -50,12 +58,6 @@ def _ingest_file() -> ModuleType:
 def default_connector(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     conn: sqlite3.Connection = _ingest_file().connect(path, create=False, busy_timeout_s=busy_timeout_s)
     return conn
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        with suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
 
 
 def translate_sqlite_error(err: Exception, code: ErrorCode, path: Path) -> SessionQueryError | None:
@@ -169,13 +171,11 @@ class SQLiteFile:
     def close(self) -> None:
         """Close the connection (and the catch-up). Idempotent."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            conn, self._conn = self._conn, None
-        if conn is not None and self._pid == os.getpid():
-            conn.close()
-        if self._catch_up is not None:
+            first, self._closed = not self._closed, True
+            if first and self._conn is not None and self._pid == os.getpid():
+                self._conn.close()  # a connection inherited through fork belongs to the parent
+            self._conn = None
+        if first and self._catch_up is not None:
             self._catch_up.close()
 
     def catch_up(self, deadline: Deadline) -> None:
@@ -237,6 +237,25 @@ class SQLiteFile:
             finally:
                 self._deadline = None
                 if conn is not None:
-                    _rollback(conn)
+                    _ingest_file().rollback(conn)
         finally:
             self._lock.release()
+
+
+def sqlite_file(
+    path: object,
+    code: ErrorCode,
+    options: Mapping[str, Any],
+    *,
+    setup: Callable[[sqlite3.Connection], None] | None = None,
+) -> tuple[SQLiteFile, dict[str, Any]]:
+    """The file at ``path`` with the embedded options among ``options``
+    (:class:`~sessionlog.query.options.SQLiteTarget`; its busy timeout is the options'
+    ``request_timeout_s``), and the other options."""
+    catch_up = check_callable(options.get("catch_up"), "catch_up")
+    connector = options.get("connector") or default_connector
+    timeout = check_timeout(options.get("request_timeout_s", 5.0))
+    made = SQLiteFile(
+        check_path(path), code, busy_timeout_s=timeout, setup=setup, catch_up=catch_up, connector=connector
+    )
+    return made, {key: value for key, value in options.items() if key not in ("catch_up", "connector")}

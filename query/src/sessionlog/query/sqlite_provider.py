@@ -31,19 +31,19 @@ from __future__ import annotations
 import heapq
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 import orjson
 from rapidfuzz.distance import OSA
 
 from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan
-from sessionlog.query.config import check_callable, check_int, check_path, check_scope, check_timeout
-from sessionlog.query.contract import DEFAULT_LIMIT, MAX_LIMIT
+from sessionlog.query.config import check_int, check_scope
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
+from sessionlog.query.options import SQLiteProviderOptions
 from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
 from sessionlog.query.scoring import (
@@ -54,7 +54,7 @@ from sessionlog.query.scoring import (
     score_text,
     typo_budget,
 )
-from sessionlog.query.sqlite_access import Connector, SQLiteFile, default_connector
+from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
 
 __all__ = ["LOG_TOPIC", "MAX_EXPANSIONS", "SQLiteEngine", "SQLiteProvider", "typo_candidates"]
 
@@ -200,26 +200,10 @@ class SQLiteEngine:
 
     log_topic: str | None = LOG_TOPIC
 
-    def __init__(
-        self,
-        scope: Scope,
-        path: os.PathLike[str] | str,
-        *,
-        busy_timeout_s: float = 5.0,
-        catch_up: Callable[[], object] | None = None,
-        max_expansions: int = MAX_EXPANSIONS,
-        connector: Connector = default_connector,
-    ) -> None:
+    def __init__(self, scope: Scope, file: SQLiteFile, *, max_expansions: int = MAX_EXPANSIONS) -> None:
         self.scope = check_scope(scope, "provider")
         self.max_expansions = check_int(max_expansions, "max_expansions", 1, 10_000)
-        self.file = SQLiteFile(
-            check_path(path),
-            "SESSION_QUERY_INDEX_FAILED",
-            busy_timeout_s=busy_timeout_s,
-            setup=_setup,
-            catch_up=check_callable(catch_up, "catch_up"),
-            connector=connector,
-        )
+        self.file = file
         self._deadline: Deadline | None = None
 
     @property
@@ -555,11 +539,11 @@ class SQLiteProvider(SearchProvider):
     :class:`SQLiteEngine`.
 
     Cheap to construct (the file is opened on the first search), thread-safe, ``close()``
-    idempotent. ``catch_up`` runs before every search (bounded by the request's time, see
-    :mod:`sessionlog.query.sqlite_access`), e.g. an embedded indexer's run until idle so that a
-    search sees everything appended before it; if it has a ``close`` method the provider closes
-    it too. ``live`` is this process's SQLite entry log (or its live view), whose entries the
-    projection does not show yet are merged (read-your-writes). The other settings are
+    idempotent. ``catch_up`` (e.g. an embedded indexer's run until idle, so that a search sees
+    everything appended before it) and ``connector`` are the
+    :class:`~sessionlog.query.options.SQLiteTarget` options. ``live`` is this
+    process's SQLite entry log (or its live view, or a bare live log), whose entries the projection
+    does not show yet are merged (read-your-writes). The other options are
     :class:`~sessionlog.query.provider.SearchProvider`'s.
     """
 
@@ -570,34 +554,11 @@ class SQLiteProvider(SearchProvider):
         scope: Scope,
         path: str | os.PathLike[str],
         *,
-        default_limit: int = DEFAULT_LIMIT,
-        max_limit: int = MAX_LIMIT,
-        request_timeout_s: float = 5.0,
-        cursor_key: bytes | None = None,
-        catch_up: Callable[[], object] | None = None,
         max_expansions: int = MAX_EXPANSIONS,
-        live: Any | None = None,
-        search_enabled: bool = True,
-        connector: Connector = default_connector,
+        **options: Unpack[SQLiteProviderOptions],
     ) -> None:
-        engine = SQLiteEngine(
-            scope,
-            path,
-            busy_timeout_s=check_timeout(request_timeout_s),
-            catch_up=catch_up,
-            max_expansions=max_expansions,
-            connector=connector,
-        )
-        super().__init__(
-            scope,
-            engine,
-            default_limit=default_limit,
-            max_limit=max_limit,
-            request_timeout_s=request_timeout_s,
-            cursor_key=cursor_key,
-            live=live,
-            search_enabled=search_enabled,
-        )
+        file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=_setup)
+        super().__init__(scope, SQLiteEngine(scope, file, max_expansions=max_expansions), **rest)
 
     @property
     def path(self) -> os.PathLike[str]:

@@ -20,24 +20,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any, Final, Unpack
 
 import orjson
 
-from sessionlog.query.config import check_callable, check_path
 from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.reader_base import DEFAULT_INSPECT_CONCURRENCY, Loaded, ReaderBase
+from sessionlog.query.options import SQLiteReaderOptions
+from sessionlog.query.reader_base import Loaded, ReaderBase
 from sessionlog.query.reads import (
-    DEFAULT_READ_WINDOW_MAX,
-    LiveSource,
     LogEntry,
     SessionRecord,
     entry_from_source,
     record_from_source,
 )
 from sessionlog.query.scope import Scope
-from sessionlog.query.sqlite_access import Connector, SQLiteFile, default_connector
+from sessionlog.query.sqlite_access import sqlite_file
 
 __all__ = ["SQLiteSessionReader"]
 
@@ -73,33 +71,10 @@ class SQLiteSessionReader(ReaderBase):
     """
 
     def __init__(
-        self,
-        scope: Scope,
-        path: str | os.PathLike[str],
-        *,
-        read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | object | None = None,
-        persistence: bool = True,
-        request_timeout_s: float = 5.0,
-        persisted_inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
-        catch_up: Callable[[], object] | None = None,
-        connector: Connector = default_connector,
+        self, scope: Scope, path: str | os.PathLike[str], **options: Unpack[SQLiteReaderOptions]
     ) -> None:
-        super().__init__(
-            scope,
-            read_window_max=read_window_max,
-            live=live,
-            persistence=persistence,
-            request_timeout_s=request_timeout_s,
-            persisted_inspect_concurrency=persisted_inspect_concurrency,
-        )
-        self.file = SQLiteFile(
-            check_path(path),
-            "SESSION_QUERY_PERSISTENCE_FAILED",
-            busy_timeout_s=self.request_timeout_s,
-            catch_up=check_callable(catch_up, "catch_up"),
-            connector=connector,
-        )
+        self.file, rest = sqlite_file(path, "SESSION_QUERY_PERSISTENCE_FAILED", options)
+        super().__init__(scope, **rest)
         self.path = self.file.path
 
     def close(self) -> None:
