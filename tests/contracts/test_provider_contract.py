@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
+from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
 
 from . import corpus
 from .conftest import Harness
@@ -266,6 +266,48 @@ def test_invalid_requests_fail_with_the_same_codes(
     with pytest.raises(SessionQueryError) as err:
         loaded.provider(Scope.workspace("ws-0")).search(SessionQueryRequest(**request_kwargs))
     assert err.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"kinds": ("user/message\n",)}, "SESSION_QUERY_INVALID_FILTER"),
+        ({"limit": True}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"limit": "10"}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"limit": 1.0}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"excerpt_bytes": True}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"query": None}, "SESSION_QUERY_INVALID_QUERY"),
+    ],
+)
+def test_requests_that_skipped_validation_fail_with_the_same_codes(
+    loaded: Harness, fields: dict[str, Any], code: str
+) -> None:
+    request = SessionQueryRequest.model_construct(**{"query": "report", **fields})
+    with pytest.raises(SessionQueryError) as err:
+        loaded.provider(Scope.workspace("ws-0")).search(request)
+    assert err.value.code == code
+
+
+def test_search_disabled_by_configuration_refuses_every_search(loaded: Harness) -> None:
+    provider = loaded.provider(Scope.workspace("ws-0"), search_enabled=False)
+    for request in (SessionQueryRequest(query="report"), SessionQueryRequest.model_construct(query="")):
+        with pytest.raises(SessionQueryError) as err:
+            provider.search(request)
+        assert err.value.code == "SESSION_QUERY_SEARCH_DISABLED"
+    ws, sid = corpus.session(0)
+    reader = loaded.reader(Scope.workspace(ws))
+    assert reader.read_event(sid, 0).target.seq == 0 and reader.list_sessions()
+
+
+def test_an_aborted_search_is_aborted(loaded: Harness) -> None:
+    signal = AbortSignal()
+    signal.abort("stopped by the user")
+    provider = loaded.provider(Scope.workspace("ws-0"))
+    for cancel in (signal, AbortSignal.timeout(1e-9)):
+        with pytest.raises(SessionQueryError) as err:
+            provider.search(SessionQueryRequest(query="report"), signal=cancel)
+        assert err.value.code == "SESSION_QUERY_ABORTED"
+    assert provider.search(SessionQueryRequest(query="report"), signal=AbortSignal.timeout(60)).matches
 
 
 def test_closed_provider_refuses(loaded: Harness) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sessionlog.backend import Backend
-from sessionlog.query import Scope, SessionQueryError, SessionReader, SQLiteSessionReader
+from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionReader, SQLiteSessionReader
 
 from .conftest import _PARAMS, Harness, make_harness
 
@@ -321,6 +321,20 @@ def test_a_closed_reader_refuses_reads(reads: Harness) -> None:
     assert r.closed
     assert code_of(r.list_sessions) == "SESSION_QUERY_PROVIDER_CLOSED"
     assert code_of(r.read_event, "basic", 0) == "SESSION_QUERY_PROVIDER_CLOSED"
+
+
+def test_an_aborted_read_is_aborted_and_config_errors_are_typed(reads: Harness) -> None:
+    signal = AbortSignal()
+    signal.abort("stopped")
+    r = reader(reads)
+    assert code_of(r.list_sessions, signal=signal) == "SESSION_QUERY_ABORTED"
+    assert code_of(r.read_event, "basic", 0, signal=signal) == "SESSION_QUERY_ABORTED"
+    assert code_of(r.trace_event, "basic", 0, signal=AbortSignal.timeout(1e-9)) == "SESSION_QUERY_ABORTED"
+    assert r.read_event("basic", 0, signal=AbortSignal.timeout(60)).target.seq == 0
+    for bad in (0, True, "4", 1.5):
+        assert code_of(reads.reader, Scope.workspace("w"), persisted_inspect_concurrency=bad) == (
+            "SESSION_QUERY_INVALID_CONFIG"
+        )
 
 
 # -- the embedded reader's own behaviour -------------------------------------------------------------
