@@ -10,7 +10,8 @@ The factories return the same surfaces for both backends:
 * :meth:`Backend.open_log` — an entry log (``append`` / ``append_header`` / ``flush`` / ``close``);
 * :meth:`Backend.open_indexer` — an indexer (``run(until_idle=..., stop=...)`` → stats, ``close``);
 * :meth:`Backend.open_provider` — a :class:`~sessionlog.query.contract.SessionQuery` provider;
-* :meth:`Backend.open_reader` — a session reader (``list_sessions``, ``read_event``, ``trace_event``…).
+* :meth:`Backend.open_reader` — a session reader (``list_sessions``, ``read_event``, ``trace_event``…);
+* :meth:`Backend.open_async_provider` / :meth:`Backend.open_async_reader` — the same for asyncio.
 
 On the embedded backend providers and readers also catch the projection up with the log before each
 search or read (``SESSIONLOG_SQLITE_INDEX_ON_SEARCH``, default on), so nothing has to run in the
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from sessionlog.ingest.appender import Appender
     from sessionlog.ingest.settings import KafkaSettings
     from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+    from sessionlog.query.aio import AsyncSearchProvider, AsyncSessionReader
     from sessionlog.query.opensearch_provider import OpenSearchProvider
     from sessionlog.query.scope import Scope
     from sessionlog.query.session_reader import SessionReader
@@ -220,21 +222,39 @@ class Backend:
         if self.name == "embedded":
             from sessionlog.query.sqlite_provider import SQLiteProvider
 
-            if self.index_on_search and "catch_up" not in kwargs:
-                kwargs["catch_up"] = _CatchUp(self.sqlite_path)
-            return SQLiteProvider(scope, self.sqlite_path, **kwargs)
+            return SQLiteProvider(scope, self.sqlite_path, **self._embedded(kwargs))
         from sessionlog.query.opensearch_provider import OpenSearchProvider
 
         return OpenSearchProvider(scope, self.opensearch, **kwargs)
+
+    def open_async_provider(self, scope: Scope, **kwargs: Any) -> AsyncSearchProvider:
+        """:meth:`open_provider` for asyncio (``await provider.asearch(request)``)."""
+        kwargs.setdefault("search_enabled", self.search_enabled)
+        if self.name == "embedded":
+            from sessionlog.query.aio import AsyncSQLiteProvider
+
+            return AsyncSQLiteProvider(scope, self.sqlite_path, **self._embedded(kwargs))
+        from sessionlog.query.aio import AsyncOpenSearchProvider
+
+        return AsyncOpenSearchProvider(scope, self.opensearch, **kwargs)
+
+    def open_async_reader(self, scope: Scope, **kwargs: Any) -> AsyncSessionReader:
+        """:meth:`open_reader` for asyncio (``await reader.aread_event(...)``)."""
+        from sessionlog.query.aio import AsyncSessionReader
+
+        return AsyncSessionReader(self.open_reader(scope, **kwargs))
+
+    def _embedded(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.index_on_search and "catch_up" not in kwargs:
+            kwargs["catch_up"] = _CatchUp(self.sqlite_path)
+        return kwargs
 
     def open_reader(self, scope: Scope, **kwargs: Any) -> Reader:
         """A session reader pinned to ``scope`` (keyword arguments go to the reader)."""
         if self.name == "embedded":
             from sessionlog.query.sqlite_reader import SQLiteSessionReader
 
-            if self.index_on_search and "catch_up" not in kwargs:
-                kwargs["catch_up"] = _CatchUp(self.sqlite_path)
-            return SQLiteSessionReader(scope, self.sqlite_path, **kwargs)
+            return SQLiteSessionReader(scope, self.sqlite_path, **self._embedded(kwargs))
         from sessionlog.query.session_reader import SessionReader
 
         return SessionReader(scope, self.opensearch, **kwargs)

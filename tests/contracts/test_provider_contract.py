@@ -13,6 +13,9 @@ from .conftest import Harness
 
 RECORDS = corpus.records()
 
+#: Every harness test runs with the synchronous and the asyncio API (conftest).
+BOTH_APIS = True
+
 
 def _keys(result: Any) -> list[tuple[str, int]]:
     return [(m.session_id, m.seq) for m in result.matches]

@@ -24,9 +24,10 @@ _NEVER: Final = math.inf
 
 
 class AbortSignal:
-    """A thread-safe "stop" flag with a reason, optionally tripping itself after a timeout."""
+    """A thread-safe "stop" flag with a reason, optionally tripping itself after a timeout, or
+    when its ``parent`` is aborted."""
 
-    def __init__(self, *, timeout_s: float | None = None) -> None:
+    def __init__(self, *, timeout_s: float | None = None, parent: AbortSignal | None = None) -> None:
         if timeout_s is not None and (
             isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0
         ):
@@ -35,6 +36,7 @@ class AbortSignal:
         self._reason = ""
         self._expires = time.monotonic() + timeout_s if timeout_s is not None else _NEVER
         self._timeout_s = timeout_s
+        self._parent = parent
 
     @classmethod
     def timeout(cls, seconds: float) -> AbortSignal:
@@ -49,8 +51,11 @@ class AbortSignal:
 
     @property
     def aborted(self) -> bool:
-        if not self._event.is_set() and time.monotonic() >= self._expires:
-            self.abort(f"timed out after {self._timeout_s}s")
+        if not self._event.is_set():
+            if self._parent is not None and self._parent.aborted:
+                self.abort(self._parent.reason)
+            elif time.monotonic() >= self._expires:
+                self.abort(f"timed out after {self._timeout_s}s")
         return self._event.is_set()
 
     @property
@@ -58,8 +63,9 @@ class AbortSignal:
         return self._reason if self.aborted else ""
 
     def remaining(self) -> float:
-        """Seconds until the signal's own timeout (``inf`` without one)."""
-        return max(0.0, self._expires - time.monotonic())
+        """Seconds until the signal's own timeout, or its parent's (``inf`` without one)."""
+        left = max(0.0, self._expires - time.monotonic())
+        return min(left, self._parent.remaining()) if self._parent is not None else left
 
 
 def check_signal(signal: object) -> AbortSignal | None:

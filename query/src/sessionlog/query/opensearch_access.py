@@ -123,12 +123,23 @@ class OpenSearchAccess:
         except SessionQueryError:
             raise
         except Exception as err:
-            if deadline.stopped():
-                raise deadline.error() from None
-            typed = translate_opensearch_error(err, self.code, self.settings.url)
-            if typed is None:
-                raise
-            raise typed from None
+            raise self._typed(err, deadline) from None
+
+    async def acall(self, client: Any, method: str, deadline: Deadline, **kwargs: Any) -> Any:
+        """:meth:`call` on an ``AsyncOpenSearch`` client (same errors, same deadline)."""
+        deadline.check()
+        try:
+            return await getattr(client, method)(**kwargs, request_timeout=max(deadline.remaining(), 0.001))
+        except SessionQueryError:
+            raise
+        except Exception as err:
+            raise self._typed(err, deadline) from None
+
+    def _typed(self, err: Exception, deadline: Deadline) -> Exception:
+        """The typed error for a failed request (``err`` itself when it is no driver error: a bug)."""
+        if deadline.stopped():
+            return deadline.error()
+        return translate_opensearch_error(err, self.code, self.settings.url) or err
 
     def parse(self, what: str, parse: Callable[[], _T]) -> _T:
         """``parse()`` of a response; a response without the expected shape is a typed error."""

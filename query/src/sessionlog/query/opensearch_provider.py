@@ -56,6 +56,18 @@ class OpenSearchEngine:
         return search_body(plan, size=query.size, partial=query.partial, exclude=query.exclude)
 
     def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
+        lines, existence = self.search_request(query)
+        response = self.access.call("msearch", deadline, body=lines)
+        return self.access.parse("the search", lambda: self.parse_page(response, query, existence))
+
+    def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+        response = self.access.call("search", deadline, **self.rank_request(query))
+        return self.access.parse("the search", lambda: self.parse_hits(response, query))
+
+    # -- requests and answers (shared with the async engine) -------------------------------------
+    def search_request(self, query: EngineQuery) -> tuple[list[dict[str, Any]], bool]:
+        """The ``_msearch`` lines of a page (count, page, session existence, watermarks), and
+        whether the existence line is there."""
         plan, session_id = query.plan, query.session_id
         header: dict[str, Any] = {"index": self.events_index}
         routing = self._routing(session_id)
@@ -73,10 +85,9 @@ class OpenSearchEngine:
                 {"index": self.watermarks_index, "ignore_unavailable": True},
                 {"size": 1000, "query": {"term": {"topic": query.live_topic}}},
             ]
-        response = self.access.call("msearch", deadline, body=lines)
-        return self.access.parse("the search", lambda: self._page(response, query, existence))
+        return lines, existence
 
-    def _page(self, response: Any, query: EngineQuery, existence: bool) -> EnginePage:
+    def parse_page(self, response: Any, query: EngineQuery, existence: bool) -> EnginePage:
         responses = list(response["responses"])
         watermarks: dict[int, int] = {}
         if query.live_topic is not None:
@@ -99,15 +110,15 @@ class OpenSearchEngine:
         )
         return EnginePage(corpus, [self._hit(hit, query) for hit in responses[1]["hits"]["hits"]])
 
-    def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+    def rank_request(self, query: EngineQuery) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"index": self.events_index, "body": self._body(query)}
         routing = self._routing(query.session_id)
         if routing:
             kwargs["routing"] = routing
-        response = self.access.call("search", deadline, **kwargs)
-        return self.access.parse(
-            "the search", lambda: [self._hit(hit, query) for hit in response["hits"]["hits"]]
-        )
+        return kwargs
+
+    def parse_hits(self, response: Any, query: EngineQuery) -> list[EngineHit]:
+        return [self._hit(hit, query) for hit in response["hits"]["hits"]]
 
     @staticmethod
     def _hit(hit: dict[str, Any], query: EngineQuery) -> EngineHit:

@@ -9,8 +9,9 @@ the closest-matches fallback, cursor binding and staleness are written once, her
 from __future__ import annotations
 
 import secrets
-from dataclasses import replace
-from typing import Any, Self
+from collections.abc import Generator
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Self, Unpack
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.config import (
@@ -37,19 +38,35 @@ from sessionlog.query.cursor import (
     unpack_seen,
 )
 from sessionlog.query.deadline import AbortSignal, Deadline, check_signal
-from sessionlog.query.engine import EngineHit, EngineQuery, SearchEngine
+from sessionlog.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.excerpt import excerpt
 from sessionlog.query.live import LiveFeed, live_feed, live_matches, merge_live
+from sessionlog.query.options import ProviderOptions
 from sessionlog.query.plan import excerpt_budget, plan_request
 from sessionlog.query.scope import Scope
 
-__all__ = ["SearchProvider"]
+__all__ = ["EngineStep", "ProviderCore", "SearchProvider"]
 
 
-class SearchProvider:
-    """A :class:`~sessionlog.query.contract.SessionQuery` pinned to a :class:`Scope`, over one
-    backend's :class:`SearchEngine`.
+@dataclass(frozen=True, slots=True)
+class EngineStep:
+    """One engine call the search flow asks its driver for: ``search`` (answered with an
+    :class:`EnginePage`) or ``rank`` (answered with a list of :class:`EngineHit`)."""
+
+    kind: Literal["search", "rank"]
+    query: EngineQuery
+    deadline: Deadline
+
+
+#: The search flow: yields engine calls, receives their answers, returns the result.
+SearchFlow = Generator[EngineStep, EnginePage | list[EngineHit], SessionQueryResult]
+
+
+class ProviderCore:
+    """The configuration and the search flow of a provider pinned to a :class:`Scope`, over one
+    backend's engine (:class:`SearchProvider` drives it synchronously,
+    :class:`~sessionlog.query.aio.AsyncSearchProvider` with ``await``).
 
     Thread-safe when the engine is; ``close()`` is idempotent. ``default_limit``/``max_limit`` bound
     request limits (D7); ``request_timeout_s`` bounds every call, waits included (exceeding it is the
@@ -62,7 +79,7 @@ class SearchProvider:
     def __init__(
         self,
         scope: Scope,
-        engine: SearchEngine,
+        engine: Any,
         *,
         default_limit: int = DEFAULT_LIMIT,
         max_limit: int = MAX_LIMIT,
@@ -79,10 +96,9 @@ class SearchProvider:
         self.live: LiveFeed | None = None
         if live is not None:
             try:
-                self.live = live_feed(live, engine.log_topic)
+                self.live = live_feed(live, getattr(engine, "log_topic", None))
             except TypeError as err:
                 raise config_error(str(err)) from None
-        self.engine = engine
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -90,30 +106,14 @@ class SearchProvider:
     def closed(self) -> bool:
         return self._closed
 
-    def close(self) -> None:
-        """Refuse further searches (``PROVIDER_CLOSED``) and release the engine. Idempotent."""
-        if not self._closed:
-            self._closed = True
-            self.engine.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- search ---------------------------------------------------------------------------------
     def _plan(self, request: SessionQueryRequest) -> tuple[QueryPlan, str | None]:
         """The validated plan of ``request`` and its narrowing session id."""
         return plan_request(request, self.scope, self.max_limit, self.default_limit)
 
-    def search(
-        self, request: SessionQueryRequest, *, signal: AbortSignal | None = None
-    ) -> SessionQueryResult:
-        """Run one search; raises :class:`SessionQueryError` and nothing else.
-
-        ``signal`` lets the caller cancel it (or give it a shorter cooperative timeout with
-        :meth:`AbortSignal.timeout`): the search then stops at its next check with ``ABORTED``."""
+    def _flow(self, request: SessionQueryRequest, signal: AbortSignal | None) -> SearchFlow:
+        """The whole search, written once, without I/O: the driver (sync or async) answers each
+        :class:`EngineStep` it yields."""
         if self._closed:
             raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the provider was closed")
         if not self.search_enabled:
@@ -141,7 +141,8 @@ class SearchProvider:
             partial=partial,
             live_topic=self.live.topic if self.live is not None else None,
         )
-        page = self.engine.search(query, deadline)
+        page = yield EngineStep("search", query, deadline)
+        assert isinstance(page, EnginePage)
         corpus = page.corpus
         if session_id is not None and not corpus.exists and self.scope.kind == "workspaces":
             raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
@@ -151,7 +152,9 @@ class SearchProvider:
         if not plan.browse and not hits and issued is None and len(plan.words) > 1:
             partial = True  # no entry has every word: the closest matches, said so (D2)
             deadline.check()
-            hits = self.engine.rank(replace(query, partial=True), deadline)
+            ranked = yield EngineStep("rank", replace(query, partial=True), deadline)
+            assert isinstance(ranked, list)
+            hits = ranked
         more = len(hits) > plan.limit
         hits = hits[: plan.limit]
         matches = [_match(hit, plan, budget) for hit in hits]
@@ -177,6 +180,47 @@ class SearchProvider:
             partial=partial and bool(matches),
             source=source,
         )
+
+
+class SearchProvider(ProviderCore):
+    """The synchronous provider: :class:`ProviderCore`'s flow over a :class:`SearchEngine`."""
+
+    def __init__(self, scope: Scope, engine: SearchEngine, **options: Unpack[ProviderOptions]) -> None:
+        super().__init__(scope, engine, **options)
+        self.engine = engine
+
+    def close(self) -> None:
+        """Refuse further searches (``PROVIDER_CLOSED``) and release the engine. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self.engine.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def search(
+        self, request: SessionQueryRequest, *, signal: AbortSignal | None = None
+    ) -> SessionQueryResult:
+        """Run one search; raises :class:`SessionQueryError` and nothing else.
+
+        ``signal`` lets the caller cancel it (or give it a shorter cooperative timeout with
+        :meth:`AbortSignal.timeout`): the search then stops at its next check with ``ABORTED``."""
+        flow = self._flow(request, signal)
+        answer: EnginePage | list[EngineHit]
+        try:
+            step = next(flow)
+            while True:
+                if step.kind == "search":
+                    answer = self.engine.search(step.query, step.deadline)
+                else:
+                    answer = self.engine.rank(step.query, step.deadline)
+                step = flow.send(answer)
+        except StopIteration as done:
+            result: SessionQueryResult = done.value
+            return result
 
 
 def _match(hit: EngineHit, plan: QueryPlan, budget: int) -> SessionMatch:

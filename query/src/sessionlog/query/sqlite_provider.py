@@ -56,7 +56,14 @@ from sessionlog.query.scoring import (
 )
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
 
-__all__ = ["LOG_TOPIC", "MAX_EXPANSIONS", "SQLiteEngine", "SQLiteProvider", "typo_candidates"]
+__all__ = [
+    "LOG_TOPIC",
+    "MAX_EXPANSIONS",
+    "SQLiteEngine",
+    "SQLiteProvider",
+    "prepare_connection",
+    "typo_candidates",
+]
 
 #: The name of the embedded log in live views and watermarks (one partition, 0).
 LOG_TOPIC: Final = "log"
@@ -526,7 +533,8 @@ class SQLiteEngine:
         return out
 
 
-def _setup(conn: sqlite3.Connection) -> None:
+def prepare_connection(conn: sqlite3.Connection) -> None:
+    """The embedded engine's per-connection state (a temporary table of index hits)."""
     conn.execute("PRAGMA temp_store = MEMORY")
     # The index hits of one search, phase by phase (private to this connection).
     conn.execute(
@@ -557,7 +565,7 @@ class SQLiteProvider(SearchProvider):
         max_expansions: int = MAX_EXPANSIONS,
         **options: Unpack[SQLiteProviderOptions],
     ) -> None:
-        file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=_setup)
+        file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=prepare_connection)
         super().__init__(scope, SQLiteEngine(scope, file, max_expansions=max_expansions), **rest)
 
     @property
