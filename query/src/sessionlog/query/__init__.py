@@ -10,6 +10,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sessionlog.query.aio import (
+        AsyncOpenSearchProvider,
+        AsyncSearchProvider,
+        AsyncSessionReader,
+        AsyncSQLiteProvider,
+    )
     from sessionlog.query.contract import (
         DEFAULT_EXCERPT_BYTES,
         DEFAULT_LIMIT,
@@ -44,6 +50,10 @@ if TYPE_CHECKING:
     from sessionlog.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
 
 _WHERE = {
+    "AsyncOpenSearchProvider": "aio",
+    "AsyncSQLiteProvider": "aio",
+    "AsyncSearchProvider": "aio",
+    "AsyncSessionReader": "aio",
     "DEFAULT_EXCERPT_BYTES": "contract",
     "DEFAULT_LIMIT": "contract",
     "MAX_LIMIT": "contract",
@@ -89,6 +99,10 @@ __all__ = [
     "MAX_LIMIT",
     "TOOL_NAME",
     "AbortSignal",
+    "AsyncOpenSearchProvider",
+    "AsyncSQLiteProvider",
+    "AsyncSearchProvider",
+    "AsyncSessionReader",
     "EngineHit",
     "EnginePage",
     "EngineQuery",

@@ -26,7 +26,7 @@ from sessionlog.query.engine import EngineHit, EnginePage, EngineQuery, SearchEn
 from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access
 from sessionlog.query.opensearch_provider import OpenSearchEngine
 from sessionlog.query.options import OpenSearchProviderOptions, ProviderOptions, SQLiteProviderOptions
-from sessionlog.query.provider import ProviderCore
+from sessionlog.query.provider import EngineStep, ProviderCore, advance
 from sessionlog.query.reader_base import ReaderBase
 from sessionlog.query.reads import (
     EventRecordView,
@@ -37,8 +37,7 @@ from sessionlog.query.reads import (
     SurfaceRead,
 )
 from sessionlog.query.scope import Scope
-from sessionlog.query.sqlite_access import sqlite_file
-from sessionlog.query.sqlite_provider import MAX_EXPANSIONS, SQLiteEngine, prepare_connection
+from sessionlog.query.sqlite_provider import sqlite_engine
 
 if TYPE_CHECKING:
     from opensearchpy import AsyncOpenSearch
@@ -145,18 +144,10 @@ class AsyncSearchProvider(ProviderCore):
         ``CancelledError`` when the task is cancelled)."""
         own = AbortSignal(parent=check_signal(signal))
         flow = self._flow(request, own)
-        answer: EnginePage | list[EngineHit]
-        try:
-            step = next(flow)
-            while True:
-                if step.kind == "search":
-                    answer = await _cancellable(own, self.engine.search(step.query, step.deadline))
-                else:
-                    answer = await _cancellable(own, self.engine.rank(step.query, step.deadline))
-                step = flow.send(answer)
-        except StopIteration as done:
-            result: SessionQueryResult = done.value
-            return result
+        outcome = advance(flow, None)
+        while isinstance(outcome, EngineStep):
+            outcome = advance(flow, await _cancellable(own, outcome.acall(self.engine)))
+        return outcome
 
     async def aclose(self) -> None:
         """Refuse further searches and release the engine. Idempotent."""
@@ -176,17 +167,10 @@ class AsyncSQLiteProvider(AsyncSearchProvider):
     worker threads)."""
 
     def __init__(
-        self,
-        scope: Scope,
-        path: str | os.PathLike[str],
-        *,
-        max_expansions: int = MAX_EXPANSIONS,
-        **options: Unpack[SQLiteProviderOptions],
+        self, scope: Scope, path: str | os.PathLike[str], **options: Unpack[SQLiteProviderOptions]
     ) -> None:
-        file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=prepare_connection)
-        super().__init__(
-            scope, ThreadedEngine(SQLiteEngine(scope, file, max_expansions=max_expansions)), **rest
-        )
+        engine, rest = sqlite_engine(scope, path, options)
+        super().__init__(scope, ThreadedEngine(engine), **rest)
 
 
 class AsyncOpenSearchProvider(AsyncSearchProvider):

@@ -72,7 +72,9 @@ class SQLiteTarget(TypedDict, total=False):
 
 
 class SQLiteProviderOptions(ProviderOptions, SQLiteTarget, total=False):
-    pass
+    """``max_expansions``: typo candidates kept per query word (default 64)."""
+
+    max_expansions: int
 
 
 class SQLiteReaderOptions(ReaderOptions, SQLiteTarget, total=False):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Generator
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Self, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.config import (
@@ -46,7 +46,10 @@ from sessionlog.query.options import ProviderOptions
 from sessionlog.query.plan import excerpt_budget, plan_request
 from sessionlog.query.scope import Scope
 
-__all__ = ["EngineStep", "ProviderCore", "SearchProvider"]
+if TYPE_CHECKING:
+    from sessionlog.query.aio import AsyncSearchEngine
+
+__all__ = ["EngineStep", "ProviderCore", "SearchFlow", "SearchProvider", "advance"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +61,28 @@ class EngineStep:
     query: EngineQuery
     deadline: Deadline
 
+    def call(self, engine: SearchEngine) -> EnginePage | list[EngineHit]:
+        if self.kind == "search":
+            return engine.search(self.query, self.deadline)
+        return engine.rank(self.query, self.deadline)
+
+    async def acall(self, engine: AsyncSearchEngine) -> EnginePage | list[EngineHit]:
+        if self.kind == "search":
+            return await engine.search(self.query, self.deadline)
+        return await engine.rank(self.query, self.deadline)
+
 
 #: The search flow: yields engine calls, receives their answers, returns the result.
-SearchFlow = Generator[EngineStep, EnginePage | list[EngineHit], SessionQueryResult]
+SearchFlow = Generator[EngineStep, EnginePage | list[EngineHit] | None, SessionQueryResult]
+
+
+def advance(flow: SearchFlow, answer: EnginePage | list[EngineHit] | None) -> EngineStep | SessionQueryResult:
+    """Send ``answer`` into ``flow``: its next engine call, or its result."""
+    try:
+        return flow.send(answer)
+    except StopIteration as done:
+        result: SessionQueryResult = done.value
+        return result
 
 
 class ProviderCore:
@@ -209,18 +231,10 @@ class SearchProvider(ProviderCore):
         ``signal`` lets the caller cancel it (or give it a shorter cooperative timeout with
         :meth:`AbortSignal.timeout`): the search then stops at its next check with ``ABORTED``."""
         flow = self._flow(request, signal)
-        answer: EnginePage | list[EngineHit]
-        try:
-            step = next(flow)
-            while True:
-                if step.kind == "search":
-                    answer = self.engine.search(step.query, step.deadline)
-                else:
-                    answer = self.engine.rank(step.query, step.deadline)
-                step = flow.send(answer)
-        except StopIteration as done:
-            result: SessionQueryResult = done.value
-            return result
+        outcome = advance(flow, None)
+        while isinstance(outcome, EngineStep):
+            outcome = advance(flow, outcome.call(self.engine))
+        return outcome
 
 
 def _match(hit: EngineHit, plan: QueryPlan, budget: int) -> SessionMatch:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Unpack
@@ -542,6 +542,16 @@ def prepare_connection(conn: sqlite3.Connection) -> None:
     )
 
 
+def sqlite_engine(
+    scope: Scope, path: object, options: Mapping[str, Any]
+) -> tuple[SQLiteEngine, dict[str, Any]]:
+    """The engine over the file at ``path`` (its :class:`~sessionlog.query.options.SQLiteTarget`
+    options and ``max_expansions`` taken from ``options``), and the provider options left."""
+    file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=prepare_connection)
+    expansions = rest.pop("max_expansions", MAX_EXPANSIONS)
+    return SQLiteEngine(scope, file, max_expansions=expansions), rest
+
+
 class SQLiteProvider(SearchProvider):
     """Scoped search over an embedded (SQLite) projection: the provider core over a
     :class:`SQLiteEngine`.
@@ -558,15 +568,10 @@ class SQLiteProvider(SearchProvider):
     engine: SQLiteEngine
 
     def __init__(
-        self,
-        scope: Scope,
-        path: str | os.PathLike[str],
-        *,
-        max_expansions: int = MAX_EXPANSIONS,
-        **options: Unpack[SQLiteProviderOptions],
+        self, scope: Scope, path: str | os.PathLike[str], **options: Unpack[SQLiteProviderOptions]
     ) -> None:
-        file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=prepare_connection)
-        super().__init__(scope, SQLiteEngine(scope, file, max_expansions=max_expansions), **rest)
+        engine, rest = sqlite_engine(scope, path, options)
+        super().__init__(scope, engine, **rest)
 
     @property
     def path(self) -> os.PathLike[str]:
