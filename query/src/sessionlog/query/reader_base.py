@@ -104,8 +104,9 @@ class ReaderBase(ABC):
     reads live sessions only (the projection is "unmounted"); ``request_timeout_s`` bounds each
     read, every wait included (exceeding it is the retriable ``PERSISTENCE_FAILED``);
     ``persisted_inspect_concurrency`` (a positive integer, spec §3.9) bounds how many persisted
-    sessions a batch read loads at once. Every read takes an optional ``signal``
-    (:class:`~sessionlog.query.deadline.AbortSignal`) that cancels it (``ABORTED``).
+    sessions a batch read may load at once (validated; no read loads several yet). Every read
+    takes an optional ``signal`` (:class:`~sessionlog.query.deadline.AbortSignal`) that cancels it
+    (``ABORTED``).
     """
 
     def __init__(
