@@ -6,9 +6,9 @@ file) errors become :class:`SessionQueryError`.
 Bounded waits: taking the connection's lock, SQLite's busy handler (set to the time left before
 every snapshot) and every statement (a progress handler interrupts it) end with the deadline; the
 catch-up (e.g. the embedded indexer run until idle, which may wait for another process's write
-lock) runs on a thread of its own and is waited for at most half of the time left: when it has
-not finished by then, the call reads the projection as it is and the catch-up finishes in the
-background.
+lock) runs on a thread of its own and is waited for while the read keeps a second (or half of
+the time left, if less): when it has not finished by then, the call reads the projection as it is
+and the catch-up finishes in the background.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ __all__ = [
 
 #: Opens the file read-only-ish (never creates it) with a busy timeout in seconds.
 Connector = Callable[[Path, float], sqlite3.Connection]
+#: Time kept for the read after a catch-up that has not finished (when the budget allows).
+_READ_RESERVE_S: Final = 1.0
 #: SQLite VM instructions between two deadline checks.
 _PROGRESS_STEPS: Final = 2000
 
@@ -179,11 +181,13 @@ class SQLiteFile:
             self._catch_up.close()
 
     def catch_up(self, deadline: Deadline) -> None:
-        """Run the catch-up for at most half of the time left (then read what is there)."""
+        """Run the catch-up, leaving the read itself a second or half of the time left, whichever
+        is less (then read what is there)."""
         if self._catch_up is None:
             return
         deadline.check()
-        error = self._catch_up.run(deadline.remaining() / 2)
+        left = deadline.remaining()
+        error = self._catch_up.run(max(left / 2, left - _READ_RESERVE_S))
         if error is not None:
             raise SessionQueryError(self.code, f"catching up the embedded index failed: {error}") from None
         deadline.check()
