@@ -101,7 +101,7 @@ class ProviderCore:
     def __init__(
         self,
         scope: Scope,
-        engine: Any,
+        engine: SearchEngine | AsyncSearchEngine,
         *,
         default_limit: int = DEFAULT_LIMIT,
         max_limit: int = MAX_LIMIT,
@@ -118,7 +118,7 @@ class ProviderCore:
         self.live: LiveFeed | None = None
         if live is not None:
             try:
-                self.live = live_feed(live, getattr(engine, "log_topic", None))
+                self.live = live_feed(live, engine.log_topic)
             except TypeError as err:
                 raise config_error(str(err)) from None
         self._closed = False
