@@ -5,6 +5,7 @@ typed :class:`SessionQueryError`, never as the driver's exception."""
 from __future__ import annotations
 
 import functools
+import socket
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -224,3 +225,16 @@ def test_an_unreachable_opensearch_is_an_error_for_search_and_reads() -> None:
     reader = SessionReader(Scope.workspace("w"), hosts=url, request_timeout_s=2)
     for read in READS.values():
         _typed(functools.partial(read, reader), "SESSION_QUERY_PERSISTENCE_FAILED")
+
+
+def test_a_server_that_never_answers_is_a_timeout_naming_the_server() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # accepts connections (kernel backlog) and never answers
+        where = f"127.0.0.1:{silent.getsockname()[1]}"
+        provider = OpenSearchProvider(Scope.workspace("w"), hosts=f"http://{where}", request_timeout_s=0.5)
+        typed = _typed(lambda: provider.search(SessionQueryRequest(query="x")), "SESSION_QUERY_INDEX_FAILED")
+        assert where in typed.message
+        reader = SessionReader(Scope.workspace("w"), hosts=f"http://{where}", request_timeout_s=0.5)
+        typed = _typed(reader.list_sessions, "SESSION_QUERY_PERSISTENCE_FAILED")
+        assert where in typed.message

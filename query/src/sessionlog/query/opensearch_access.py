@@ -136,10 +136,14 @@ class OpenSearchAccess:
             raise self._typed(err, deadline) from None
 
     def _typed(self, err: Exception, deadline: Deadline) -> Exception:
-        """The typed error for a failed request (``err`` itself when it is no driver error: a bug)."""
-        if deadline.stopped():
+        """The typed error for a failed request (``err`` itself when it is no driver error: a bug).
+        A timeout names the server; only an aborted signal wins over the driver's error."""
+        if deadline.signal is not None and deadline.signal.aborted:
             return deadline.error()
-        return translate_opensearch_error(err, self.code, self.settings.url) or err
+        typed = translate_opensearch_error(err, self.code, self.settings.url)
+        if typed is None:
+            return deadline.error() if deadline.stopped() else err
+        return typed
 
     def parse(self, what: str, parse: Callable[[], _T]) -> _T:
         """``parse()`` of a response; a response without the expected shape is a typed error."""
