@@ -34,9 +34,8 @@ if TYPE_CHECKING:
     from sessionlog.indexer.embedded import EmbeddedIndexer
     from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
     from sessionlog.indexer.worker import IndexerWorker
-    from sessionlog.ingest.appender import Appender
+    from sessionlog.ingest.entry_log import EntryLog
     from sessionlog.ingest.settings import KafkaSettings
-    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
     from sessionlog.query.aio import AsyncSearchProvider, AsyncSessionReader
     from sessionlog.query.opensearch_provider import OpenSearchProvider
     from sessionlog.query.scope import Scope
@@ -44,7 +43,6 @@ if TYPE_CHECKING:
     from sessionlog.query.sqlite_provider import SQLiteProvider
     from sessionlog.query.sqlite_reader import SQLiteSessionReader
 
-    EntryLog = Appender | SQLiteEntryLog
     Indexer = IndexerWorker | EmbeddedIndexer
     Provider = OpenSearchProvider | SQLiteProvider
     Reader = SessionReader | SQLiteSessionReader
@@ -121,8 +119,8 @@ class _CatchUp:
         from sessionlog.indexer.embedded import EmbeddedIndexer
 
         with self._lock:
-            if self._closed:
-                return
+            if self._closed or not self.path.exists():
+                return  # nothing appended yet; a read command must not create the file
             if self._indexer is None:
                 self._indexer = EmbeddedIndexer(self.path)
             while self._indexer.step():

@@ -32,7 +32,7 @@ from typing import Any
 from kafka import KafkaAdminClient
 
 from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings, ensure_topics
-from sessionlog.ingest.appender import _compression
+from sessionlog.ingest.producer import compression
 from sessionlog.ingest.topics import dlq_topic
 from sessionlog.ingest.wire import encode_key, encode_record, parse_record
 
@@ -146,7 +146,7 @@ def run_confluent(
                 "bootstrap.servers": settings.bootstrap_servers,
                 "acks": "all",
                 "enable.idempotence": True,
-                "compression.type": _compression(),
+                "compression.type": compression(),
                 "linger.ms": linger_ms,
                 "queue.buffering.max.messages": 1_000_000,
                 "message.max.bytes": 4 * 1024 * 1024,

@@ -29,6 +29,7 @@ import pytest
 from sessionlog.backend import Backend
 from sessionlog.indexer.embedded import list_dead_letters
 from sessionlog.indexer.sqlite_view import SQLiteView
+from sessionlog.ingest import EntryLog, Position
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 from sessionlog.query import Scope
 
@@ -163,12 +164,12 @@ class Harness:
         return self._loop
 
     # -- log ------------------------------------------------------------------------------------
-    def log(self) -> Any:
+    def log(self) -> EntryLog:
         log = self.backend.open_log()
         self._closables.append(log)
         return log
 
-    def append_all(self, records: list[dict[str, Any]]) -> list[Any]:
+    def append_all(self, records: list[dict[str, Any]]) -> list[Position]:
         with self.backend.open_log() as log:
             handles = [log.append(r) for r in records]
             log.flush(timeout=60)

@@ -61,6 +61,28 @@ def test_fresh_pipeline_round_trip_then_cursor_goes_stale(harness: Harness) -> N
     assert _keys(again) == [("s-00", corpus.EVENTS)]
 
 
+def test_own_appends_are_searchable_before_and_after_indexing(harness: Harness) -> None:
+    """Read-your-writes on both backends: a provider built with this process's entry log merges
+    what the index does not show yet, then hands over to the index without duplicates."""
+    _, sid = corpus.session(0)
+    harness.append_all([corpus.event(0, 0, "an older note about the staging cluster")])
+    harness.index()
+    log = harness.log()
+    log.append(corpus.event(0, 1, "the quarterly forecast for Zürich")).result(timeout=30)
+    log.flush(timeout=30)
+    session = harness.provider(Scope.session(sid), live=log)
+    other = harness.provider(Scope.workspace("ws-elsewhere"), live=log)
+    before = session.search(SessionQueryRequest(query="zurich forcast"))
+    assert _keys(before) == [(sid, 1)] and before.source == "persisted+live"
+    assert [m.seq for m in session.search(SessionQueryRequest(query="")).matches] == [1, 0]
+    assert other.search(SessionQueryRequest(query="zurich")).matches == ()  # never another scope
+    harness.index()  # the indexer's position passes the entry: it is released
+    after = session.search(SessionQueryRequest(query="zurich forcast"))
+    assert _keys(after) == [(sid, 1)] and after.source == "persisted"
+    assert log.live_events(sid) == []
+    assert [m.seq for m in session.search(SessionQueryRequest(query="")).matches] == [1, 0]
+
+
 # -- typos and accents -----------------------------------------------------------------------------
 
 

@@ -3,7 +3,9 @@
 * A fleet of appender processes keeps appending while Kafka is stopped for 20 s: every event
   reaches the topic exactly once per (session, seq), in per-session order, and is indexed once;
   no append() call blocked longer than the configured timeout. Size: ``SESSIONLOG_FLEET_SCALE``
-  (default 0.1 → 5 processes × 200 events; 1 → the issue's 50 × 2,000).
+  (default 0.1 → 5 processes × at least 200 events; 1 → the issue's 50 × 2,000). The processes and
+  the test synchronise through files (every process appending before the broker stops; each goes
+  on until it appended after the broker was back), never through wall-clock estimates.
 * kill -9 right after a durable append() returned while Kafka is down; a new process on the same
   spool delivers the entry.
 
@@ -43,20 +45,35 @@ def _worker(spec: dict[str, Any]) -> None:
         close_timeout_s=5.0,
     )
     index, events, sessions = spec["index"], spec["events"], spec["sessions"]
+    sync = Path(spec["sync"])
     slowest = 0.0
+    appended = 0
     with Appender(kafka, options) as appender:
         writers = [appender.session(f"ws-{index % 5}", f"p{index:03d}-s{j}") for j in range(sessions)]
         for writer in writers:
             writer.header(title=f"fleet process {index}")
         started = time.monotonic()
         wall_start = time.time()
-        for i in range(events):
+        after_up = -1
+        # At least ``events`` appends, and on until a few were made after the broker came back
+        # (the test writes ``up``): however slowly this process started or the broker restarted,
+        # it appends from before the outage until after it.
+        while appended < events or after_up < spec["after_up"]:
+            assert appended < 20 * events, "the test never said the broker is up again"
             t0 = time.perf_counter()
-            writers[i % sessions].append(
-                type="user/message", role="user", surface={"op": "append"}, text=f"process {index} event {i}"
+            writers[appended % sessions].append(
+                type="user/message",
+                role="user",
+                surface={"op": "append"},
+                text=f"process {index} event {appended}",
             )
             slowest = max(slowest, time.perf_counter() - t0)
-            delay = started + (i + 1) * spec["pace_s"] - time.monotonic()
+            appended += 1
+            if appended == 1:
+                (sync / f"ready-{index}").touch()
+            if after_up >= 0 or (sync / "up").exists():
+                after_up += 1
+            delay = started + appended * spec["pace_s"] - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
         append_s = time.monotonic() - started
@@ -67,6 +84,7 @@ def _worker(spec: dict[str, Any]) -> None:
         json.dumps(
             {
                 "index": index,
+                "appended": appended,
                 "max_append_s": slowest,
                 "append_s": append_s,
                 "appends_from": wall_start,
@@ -177,6 +195,8 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
     sessions = 2
     lead_s, tail_s = 6.0, 8.0
     expected_span = lead_s + OUTAGE_S + 25.0 + tail_s  # 25 s: what stop + start usually take here
+    sync = tmp_path / "sync"
+    sync.mkdir()
     specs = [
         {
             "index": i,
@@ -187,6 +207,8 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
             "events": events,
             "sessions": sessions,
             "pace_s": expected_span / events,
+            "after_up": 10,
+            "sync": str(sync),
             "flush_timeout_s": 240,
         }
         for i in range(processes)
@@ -194,6 +216,12 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
     workers = [_spawn("worker", spec) for spec in specs]
     timeline: dict[str, float] = {}
     try:
+        # every process is appending before the broker goes down, however long it took to start
+        waited = time.monotonic()
+        while not all((sync / f"ready-{i}").exists() for i in range(processes)):
+            assert time.monotonic() - waited < 300, "the fleet processes did not start appending"
+            assert all(w.poll() is None for w in workers), "a fleet process died before appending"
+            time.sleep(0.1)
         time.sleep(lead_s)
         started = time.monotonic()
         try:
@@ -204,6 +232,7 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
             timeline["outage_s"] = time.monotonic() - started
             broker_up_at = time.time()
             timeline["start_s"] = _stack("start-kafka")
+            (sync / "up").touch()
         outputs = [w.communicate(timeout=600) for w in workers]
     finally:
         for w in workers:
@@ -246,9 +275,11 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
             headers[record["session_id"]] += 1
         else:
             seqs[record["session_id"]].append(record["seq"])
-    per_session = events // sessions
+    counts = {r["index"]: r["appended"] for r in reports}
     assert len(seqs) == processes * sessions
     for session, got in seqs.items():
+        index, j = int(session[1:4]), int(session.rsplit("-s", 1)[1])
+        per_session = len(range(j, counts[index], sessions))
         assert got == list(range(per_session)), f"{session}: {len(got)} events, first gap/dup near " + str(
             next((i for i, s in enumerate(got) if s != i), None)
         )
@@ -257,7 +288,7 @@ def test_fleet_keeps_appending_through_a_broker_outage(pipeline: Pipeline, tmp_p
 
     # ... and in the index exactly once (the real indexer).
     stats = pipeline.index()
-    assert stats.indexed == processes * events
+    assert stats.indexed == sum(counts.values())
     assert stats.dead_lettered == 0 and stats.conflicts == 0 and stats.replays == 0
 
 

@@ -5,7 +5,6 @@ load no server client."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 import subprocess
@@ -377,11 +376,6 @@ print(json.dumps({"found": found, "read": read, "loaded": loaded}))
 """
 
 
-@pytest.mark.xfail(
-    importlib.util.find_spec("sessionlog.ingest.sqlite_file") is None,
-    reason="ingest's SQLite log still imports the Kafka appender (moves with the EntryLog interface)",
-    strict=True,
-)
 def test_the_query_package_and_the_embedded_side_load_no_server_client(db: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-c", _PROBE, str(db)], capture_output=True, text=True, timeout=120, check=True

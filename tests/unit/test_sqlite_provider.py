@@ -376,7 +376,9 @@ def test_the_embedded_backend_catches_up_before_each_search(tmp_path: Path) -> N
         "text": "fresh words",
     }
     with backend.open_provider(Scope.session("live-1")) as provider:
-        assert provider.search(SessionQueryRequest(query="fresh")).searched == 0
+        with pytest.raises(SessionQueryError, match="no embedded database"):
+            provider.search(SessionQueryRequest(query="fresh"))  # a search never creates the file
+        assert not (tmp_path / "live.db").exists()
         with backend.open_log() as log:
             log.append(event)
         assert [m.seq for m in provider.search(SessionQueryRequest(query="fresh")).matches] == [0]

@@ -332,6 +332,10 @@ from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands 
 
 register(app)
 
+from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 - sessionlog export
+
+register_export(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -32,6 +32,7 @@ from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
 from sessionlog.indexer.opensearch_view import OpenSearchView
 from sessionlog.indexer.sqlite_view import SQLiteView, ensure_view_schema
+from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import (
     DEFAULT_BUSY_TIMEOUT_S,
     LogRecord,
@@ -126,7 +127,7 @@ class EmbeddedIndexer:
         self._sleep = sleep
         try:
             self.conn = connect(self.path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
-        except sqlite3.Error as err:
+        except IngestError as err:
             raise ViewUnavailable(f"cannot open {self.path}: {err}") from err
         try:
             ensure_log_schema(self.conn)

@@ -41,6 +41,7 @@ from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.opensearch_view import ItemResult, OpenSearchView
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, rollback
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
@@ -180,7 +181,7 @@ class SQLiteView:
             assert path is not None
             try:
                 conn = connect(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
-            except sqlite3.Error as err:
+            except IngestError as err:
                 raise ViewUnavailable(f"cannot open {path}: {err}") from err
         self.conn = conn
         self.attempts = 0

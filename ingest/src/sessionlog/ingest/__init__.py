@@ -10,12 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sessionlog.ingest.appender import Appender, AppenderStats, AppendHandle, Position, get_appender
+    from sessionlog.ingest.appender import Appender, AppenderStats, get_appender
+    from sessionlog.ingest.entry_log import EntryLog, LiveView
     from sessionlog.ingest.errors import (
         AppenderClosed,
         BufferFull,
         IngestError,
+        LogCorrupt,
+        LogFull,
+        LogInaccessible,
+        LogNotFound,
+        LogRefused,
         LogUnavailable,
+        NotASessionlogFile,
         RecordRejected,
         SequenceError,
         SessionBusy,
@@ -24,9 +31,11 @@ if TYPE_CHECKING:
         SpoolLocked,
     )
     from sessionlog.ingest.live import LiveEntry, LiveLog
+    from sessionlog.ingest.records import AppendHandle, LogRecord, Position
     from sessionlog.ingest.session import LastSeqLookup, SessionWriter
     from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
     from sessionlog.ingest.spool import Spool, SpoolRecord, open_slot
+    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
     from sessionlog.ingest.topics import dlq_topic, ensure_topics
     from sessionlog.ingest.wire import (
         AppendOp,
@@ -41,13 +50,19 @@ if TYPE_CHECKING:
 _WHERE = {
     "Appender": "appender",
     "AppenderStats": "appender",
-    "AppendHandle": "appender",
-    "Position": "appender",
     "get_appender": "appender",
+    "EntryLog": "entry_log",
+    "LiveView": "entry_log",
     "AppenderClosed": "errors",
     "BufferFull": "errors",
     "IngestError": "errors",
+    "LogCorrupt": "errors",
+    "LogFull": "errors",
+    "LogInaccessible": "errors",
+    "LogNotFound": "errors",
+    "LogRefused": "errors",
     "LogUnavailable": "errors",
+    "NotASessionlogFile": "errors",
     "RecordRejected": "errors",
     "SequenceError": "errors",
     "SessionBusy": "errors",
@@ -56,6 +71,10 @@ _WHERE = {
     "SpoolLocked": "errors",
     "LiveEntry": "live",
     "LiveLog": "live",
+    "AppendHandle": "records",
+    "LogRecord": "records",
+    "Position": "records",
+    "SQLiteEntryLog": "sqlite_log",
     "LastSeqLookup": "session",
     "SessionWriter": "session",
     "AppenderSettings": "settings",
@@ -82,6 +101,7 @@ __all__ = [
     "AppenderSettings",
     "AppenderStats",
     "BufferFull",
+    "EntryLog",
     "EventRecord",
     "HeaderRecord",
     "IngestError",
@@ -89,10 +109,19 @@ __all__ = [
     "LastSeqLookup",
     "LiveEntry",
     "LiveLog",
+    "LiveView",
+    "LogCorrupt",
+    "LogFull",
+    "LogInaccessible",
+    "LogNotFound",
+    "LogRecord",
+    "LogRefused",
     "LogUnavailable",
+    "NotASessionlogFile",
     "Position",
     "RecordRejected",
     "ReplaceOp",
+    "SQLiteEntryLog",
     "SequenceError",
     "SessionBusy",
     "SessionWriter",

@@ -20,19 +20,15 @@ import contextlib
 import heapq
 import logging
 import os
-import re
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
 from kafka import KafkaProducer
-from kafka import errors as kafka_errors
-from kafka.errors import KafkaError
 
 from sessionlog.ingest.errors import (
     AppenderClosed,
@@ -43,8 +39,16 @@ from sessionlog.ingest.errors import (
     SessionBusy,
     SpoolFull,
 )
-from sessionlog.ingest.live import LiveLog
-from sessionlog.ingest.session import LastSeqLookup, SessionWriter
+from sessionlog.ingest.live import LiveEntry, LiveLog
+from sessionlog.ingest.producer import (
+    AppenderStats,
+    OutgoingEntry,
+    Throttle,
+    producer_config,
+)
+from sessionlog.ingest.records import AppendHandle, Position
+from sessionlog.ingest.sender import SenderThread
+from sessionlog.ingest.session import LastSeqLookup, SessionWriter, WriterRegistry
 from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
 from sessionlog.ingest.spool import Spool, encode_frame, open_slot
 from sessionlog.ingest.wire import (
@@ -68,206 +72,14 @@ __all__ = [
 
 log = logging.getLogger("sessionlog.ingest.appender")
 
-_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_BATCH_RECORDS = 512
-_BATCH_BYTES = 1024 * 1024
 _LAST_SEQS_MAX = 100_000
-#: Errors after which re-sending the same record cannot succeed.
-_FATAL: tuple[type[BaseException], ...] = tuple(
-    cls
-    for cls in (
-        getattr(kafka_errors, name, None)
-        for name in (
-            "MessageSizeTooLargeError",
-            "RecordListTooLargeError",
-            "InvalidTopicError",
-            "AuthorizationError",
-            "AuthenticationFailedError",
-            "InvalidRecordError",
-            "UnsupportedForMessageFormatError",
-        )
-    )
-    if isinstance(cls, type)
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where a record landed in the log."""
-
-    partition: int
-    offset: int
-
-
-class AppendHandle:
-    """A pending append: :meth:`result` waits for the broker's acknowledgement."""
-
-    __slots__ = ("__weakref__", "_done", "_error", "_event", "_position", "record")
-    #: Guards the lazy creation of ``_event``: most handles are never waited on, and an Event
-    #: (a Condition and two locks) would cost the caller more than the rest of ``append``.
-    _guard = threading.Lock()
-
-    def __init__(self, record: HeaderRecord | EventRecord) -> None:
-        self.record = record
-        self._done = False
-        self._event: threading.Event | None = None
-        self._position: Position | None = None
-        self._error: IngestError | None = None
-
-    def done(self) -> bool:
-        """Whether the append was acknowledged or failed for good."""
-        return self._done
-
-    def _wait(self, timeout: float | None) -> bool:
-        if self._done:
-            return True
-        with AppendHandle._guard:
-            if self._done:
-                return True
-            if self._event is None:
-                self._event = threading.Event()
-            event = self._event
-        return event.wait(timeout)
-
-    def result(self, timeout: float | None = 30.0) -> Position:
-        """The record's position once the broker acknowledged it (all in-sync replicas).
-
-        Raises :class:`LogUnavailable` when that did not happen within ``timeout`` (the record is
-        still queued or spooled and will be sent later) or when the appender was closed before.
-        """
-        if not self._wait(timeout):
-            raise LogUnavailable(
-                f"broker did not acknowledge {self.record.session_id} within {timeout}s "
-                "(the entry stays queued/spooled)"
-            )
-        if self._error is not None:
-            raise self._error
-        assert self._position is not None
-        return self._position
-
-    def exception(self, timeout: float | None = 30.0) -> IngestError | None:
-        """The error the append ended with (None when acknowledged). Waits like :meth:`result`."""
-        try:
-            self.result(timeout)
-        except IngestError as err:
-            return err
-        return None
-
-    def _finish(self, position: Position | None, error: IngestError | None) -> None:
-        with AppendHandle._guard:
-            if self._done:
-                return
-            self._position, self._error = position, error
-            self._done = True
-            event = self._event
-        if event is not None:
-            event.set()
-
-    def _resolve(self, position: Position) -> None:
-        self._finish(position, None)
-
-    def _fail(self, error: IngestError) -> None:
-        self._finish(None, error)
-
-    def __repr__(self) -> str:
-        state = "pending" if not self._done else (self._position or self._error)
-        return f"AppendHandle({self.record.session_id!r}, {state})"
-
-
-@dataclass(frozen=True, slots=True)
-class AppenderStats:
-    """Counters of one appender (since it was created, or since a fork for a child)."""
-
-    appended: int
-    acknowledged: int
-    spooled: int
-    replayed: int
-    resent: int
-    rejected: int
-    queued: int
-    inflight: int
-    spool_unacked: int
-    spilling: bool
-    spool_dir: str | None
-
-
-class _Item:
-    """One entry on its way to the broker."""
-
-    __slots__ = ("handle", "key", "rid", "seq", "session_id", "size", "ticket", "value")
-
-    def __init__(
-        self,
-        ticket: int,
-        key: bytes,
-        value: bytes,
-        seq: int | None,
-        handle: AppendHandle | None,
-        rid: int | None = None,
-    ) -> None:
-        self.ticket = ticket
-        self.key = key
-        self.value = value
-        self.seq = seq
-        self.handle = handle
-        self.rid = rid
-        self.size = len(key) + len(value)
-        self.session_id = key.decode("utf-8")
-
-
-def _compression() -> str:
-    from kafka.codec import has_lz4, has_zstd
-
-    if has_zstd():
-        return "zstd"
-    if has_lz4():
-        return "lz4"
-    return "gzip"
-
-
-def producer_config(settings: KafkaSettings, options: AppenderSettings | None = None) -> dict[str, Any]:
-    """Producer settings: every acknowledged record is on all in-sync replicas, never duplicated by
-    the producer's own retries, and records are retried until the appender gives up (never the
-    producer: ``delivery_timeout_ms`` is effectively infinite so an outage never reorders a
-    partition). ``api_version`` is never set: kafka-python negotiates it."""
-    options = options or AppenderSettings(spool=False, durable=False)
-    connect_ms = int(options.connect_timeout_s * 1000)
-    return {
-        **settings.client_config(),
-        "acks": "all",
-        "enable_idempotence": True,
-        "compression_type": _compression(),
-        "linger_ms": options.linger_ms,
-        "batch_size": options.batch_size,
-        "max_request_size": MAX_RECORD_BYTES + 64 * 1024,
-        "max_in_flight_requests_per_connection": 5,
-        "delivery_timeout_ms": 2**31 - 1,
-        "max_block_ms": connect_ms,
-        "bootstrap_timeout_ms": connect_ms,
-        "reconnect_backoff_max_ms": 1000,
-        "retry_backoff_ms": 100,
-    }
 
 
 def _default_producer(config: dict[str, Any]) -> Any:
     return KafkaProducer(**config)
 
 
-class _Throttle:
-    """Log the same warning at most once per ``every`` seconds."""
-
-    def __init__(self, every: float = 10.0) -> None:
-        self.every = every
-        self._last: dict[str, float] = {}
-
-    def warn(self, key: str, message: str, *args: object) -> None:
-        now = time.monotonic()
-        if now - self._last.get(key, -1e9) >= self.every:
-            self._last[key] = now
-            log.warning(message, *args)
-
-
-class Appender:
+class Appender(SenderThread):
     """Thread-safe appender of session headers and events to the Kafka topic.
 
     ``append`` validates on the caller's thread (a :class:`RecordRejected` names the field) and
@@ -312,11 +124,11 @@ class Appender:
         self._room = threading.Condition(self._lock)  # appenders wait here for queue space
         self._idle = threading.Condition(self._lock)  # flush() waits here
         self._abort_event = threading.Event()
-        self._queue: deque[_Item] = deque()
+        self._queue: deque[OutgoingEntry] = deque()
         self._queue_bytes = 0
-        self._redo: list[_Item] = []
-        self._orphans: list[_Item] = []
-        self._inflight: dict[int, _Item] = {}
+        self._redo: list[OutgoingEntry] = []
+        self._orphans: list[OutgoingEntry] = []
+        self._inflight: dict[int, OutgoingEntry] = {}
         self._inflight_bytes = 0
         self._mem_heap: list[int] = []
         self._mem_done: set[int] = set()
@@ -330,11 +142,10 @@ class Appender:
         self._crashed: BaseException | None = None
         self._closing = self._closed
         self._abort = False
-        self._writers_lock = threading.Lock()
-        self._writers: weakref.WeakValueDictionary[str, SessionWriter] = weakref.WeakValueDictionary()
+        self._writer_registry = WriterRegistry()
         self._last_seqs: dict[str, int] = {}
         self._live_headers: dict[str, HeaderRecord] = {}
-        self._throttle = _Throttle()
+        self._throttle = Throttle(log)
         self._next_housekeeping = 0.0
         self._counts = dict.fromkeys(
             ("appended", "acknowledged", "spooled", "replayed", "resent", "rejected"), 0
@@ -345,6 +156,11 @@ class Appender:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def topic(self) -> str:
+        """The Kafka topic this appender writes to."""
+        return self.settings.topic
 
     @property
     def spool_dir(self) -> str | None:
@@ -367,6 +183,8 @@ class Appender:
     def _check_usable_locked(self) -> None:
         if self._closing or self._closed:
             raise AppenderClosed("append after close()")
+        if isinstance(self._crashed, IngestError):
+            raise self._crashed
         if self._crashed is not None:
             raise LogUnavailable(f"the appender's sender thread failed: {self._crashed!r}")
 
@@ -424,25 +242,38 @@ class Appender:
         return self._submit(self._coerce(record), writer=None)
 
     def append_header(self, header: HeaderRecord | Mapping[str, Any]) -> AppendHandle:
+        """:meth:`append` for a session header (an event is refused)."""
         parsed = self._coerce(header)
         if not isinstance(parsed, HeaderRecord):
             raise RecordRejected("kind", "append_header needs a header record")
         return self.append(parsed)
 
+    def append_many(
+        self, records: Iterable[HeaderRecord | EventRecord | Mapping[str, Any] | bytes]
+    ) -> list[AppendHandle]:
+        """Validate every record first (one bad record: nothing is queued), then queue them in
+        order. Each is acknowledged on its own; a session's records keep their order."""
+        parsed = [self._coerce(r) for r in records]
+        for record in parsed:
+            value = encode_record(record)
+            if len(value) > MAX_RECORD_BYTES:
+                raise RecordRejected(
+                    "record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}"
+                )
+        return [self._submit(record, writer=None) for record in parsed]
+
     def _submit(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> AppendHandle:
         value = encode_record(record)
         if len(value) > MAX_RECORD_BYTES:
             raise RecordRejected("record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}")
-        if writer is None:
-            owner = self._writers.get(record.session_id)
-            if owner is not None and not owner.closed and owner._generation == self._generation:
-                raise SessionBusy(
-                    f"session {record.session_id} is owned by a SessionWriter in this process; "
-                    "append through it (appender.session(...)) or close it first"
-                )
+        if writer is None and self._writer_registry.owner(record.session_id, self._generation) is not None:
+            raise SessionBusy(
+                f"session {record.session_id} is owned by a SessionWriter in this process; "
+                "append through it (appender.session(...)) or close it first"
+            )
         seq = record.seq if isinstance(record, EventRecord) else None
         handle = AppendHandle(record)
-        item = _Item(-1, encode_key(record), value, seq, handle)
+        item = OutgoingEntry(-1, encode_key(record), value, seq, handle)
         if isinstance(record, EventRecord):
             self.live.add(record)  # before the broker can acknowledge it
         else:
@@ -469,7 +300,7 @@ class Appender:
             and self._queue_bytes + size <= self.options.queue_max_bytes
         )
 
-    def _enqueue(self, item: _Item) -> None:
+    def _enqueue(self, item: OutgoingEntry) -> None:
         durable = self.options.durable
         with self._lock:
             self._check_usable_locked()
@@ -513,11 +344,11 @@ class Appender:
             self._counts["appended"] += 1
             self._work.notify()
 
-    def _push_locked(self, item: _Item) -> None:
+    def _push_locked(self, item: OutgoingEntry) -> None:
         self._queue.append(item)
         self._queue_bytes += item.size
 
-    def _spill_one_locked(self, item: _Item) -> None:
+    def _spill_one_locked(self, item: OutgoingEntry) -> None:
         """``item`` is in the spool only; the sender reads it back after the queue."""
         assert item.rid is not None
         if not self._spilling:
@@ -574,21 +405,9 @@ class Appender:
         process, the spool, and ``last_seq_lookup`` (0 when none knows the session). Raises
         :class:`SessionBusy` when the session already has an open writer in this process.
         """
-        for name, value in (("workspace_id", workspace_id), ("session_id", session_id)):
-            if not isinstance(value, str) or not _ID.match(value):
-                raise RecordRejected(name, f"must match {_ID.pattern}, got {value!r}")
-        if next_seq is not None and (not isinstance(next_seq, int) or not 0 <= next_seq < 2**53):
-            raise RecordRejected("seq", f"next_seq must be an int in [0, 2**53), got {next_seq!r}")
-        with self._writers_lock:
-            with self._lock:
-                self._check_usable_locked()
-            current = self._writers.get(session_id)
-            if current is not None and not current.closed and current._generation == self._generation:
-                raise SessionBusy(f"session {session_id} already has a writer in this process: {current!r}")
-            start = next_seq if next_seq is not None else self._resume_seq(workspace_id, session_id)
-            writer = SessionWriter(self, workspace_id, session_id, start, self._generation)
-            self._writers[session_id] = writer
-            return writer
+        with self._lock:
+            self._check_usable_locked()
+        return self._writer_registry.open(self, workspace_id, session_id, next_seq, self._resume_seq)
 
     def _resume_seq(self, workspace_id: str, session_id: str) -> int:
         known: list[int] = []
@@ -615,9 +434,7 @@ class Appender:
         return max(known) + 1 if known else 0
 
     def _release_writer(self, writer: SessionWriter) -> None:
-        with self._writers_lock:
-            if self._writers.get(writer.session_id) is writer:
-                del self._writers[writer.session_id]
+        self._writer_registry.release(writer)
 
     # -- live view ------------------------------------------------------------------------------
     def live_sessions(self) -> list[str]:
@@ -632,6 +449,10 @@ class Appender:
     def live_events(self, session_id: str) -> list[EventRecord]:
         """Those entries of ``session_id`` in seq order (see :class:`LiveLog`)."""
         return self.live.live_events(session_id)
+
+    def live_entries(self, session_id: str) -> list[LiveEntry]:
+        """Like :meth:`live_events`, each with its position once the broker acknowledged it."""
+        return self.live.live_entries(session_id)
 
     def release_through(self, partition: int, offset: int) -> int:
         """The searchability watermark of ``partition`` reached ``offset``: drop what it covers."""
@@ -683,6 +504,8 @@ class Appender:
             with self._lock:
                 pending = self._pending_locked()
                 crashed = self._crashed
+            if isinstance(crashed, IngestError):
+                raise crashed
             if crashed is not None:
                 raise LogUnavailable(f"the appender's sender thread failed: {crashed!r}")
             raise LogUnavailable(
@@ -790,235 +613,6 @@ class Appender:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    # -- the sender thread ----------------------------------------------------------------------
-    def _run(self) -> None:
-        try:
-            while True:
-                batch = self._take_work()
-                if batch is None:
-                    break
-                if batch:
-                    self._send(batch)
-                else:
-                    self._housekeeping()
-        except BaseException as err:  # a bug: make it visible to appenders instead of hanging them
-            log.exception("the appender's sender thread failed")
-            with self._lock:
-                self._crashed = err
-                self._idle.notify_all()
-                self._room.notify_all()
-        finally:
-            self._stop_producer()
-
-    def _housekeeping(self) -> None:
-        spool = self._spool
-        if spool is not None and not spool.closed:
-            spool.sync_if_due()
-            spool.reclaim()
-
-    def _take_work(self) -> list[_Item] | None:
-        tick = min(self.options.fsync_interval_s, 0.5)
-        with self._lock:
-            while True:
-                if self._abort:
-                    return None
-                now = time.monotonic()
-                if now >= self._next_housekeeping:
-                    self._next_housekeeping = now + tick
-                    return []
-                if self._inflight_bytes < self.options.inflight_max_bytes:
-                    if self._redo:
-                        items, self._redo = self._redo, []
-                        return items
-                    if self._queue:
-                        return self._pop_queue_locked()
-                    if self._spilling:
-                        spool = self._spool
-                        assert spool is not None
-                        if self._cursor < spool.next_rid:
-                            start, upto = self._cursor, spool.next_rid
-                            break
-                        self._spilling = False  # caught up: new entries may use the queue again
-                        self._room.notify_all()
-                        continue
-                self._work.wait(tick)
-        return self._read_spool(spool, start, upto)
-
-    def _pop_queue_locked(self) -> list[_Item]:
-        items: list[_Item] = []
-        size = 0
-        queue = self._queue
-        while queue and len(items) < _BATCH_RECORDS and size < _BATCH_BYTES:
-            item = queue.popleft()
-            items.append(item)
-            size += item.size
-            if item.rid is not None and item.rid >= self._cursor:
-                self._cursor = item.rid + 1
-        self._queue_bytes -= size
-        self._room.notify_all()
-        return items
-
-    def _read_spool(self, spool: Spool, start: int, upto: int) -> list[_Item]:
-        records = spool.read(start, _BATCH_RECORDS, _BATCH_BYTES)
-        records = [r for r in records if r.rid < upto]
-        with self._lock:
-            self._cursor = records[-1].rid + 1 if records else max(self._cursor, upto)
-            items = [
-                _Item(r.ticket, r.key, r.value, r.seq, self._spilled_handles.pop(r.rid, None), rid=r.rid)
-                for r in records
-            ]
-            self._counts["replayed"] += len(items)
-        return items
-
-    def _pause(self, seconds: float) -> None:
-        self._abort_event.wait(seconds)
-
-    def _ensure_producer(self) -> Any:
-        delay = 0.2
-        while self._producer is None:
-            if self._abort:
-                return None
-            try:
-                producer = self._producer_factory(producer_config(self.settings, self.options))
-            except (KafkaError, OSError) as err:
-                self._throttle.warn(
-                    "connect",
-                    "Kafka at %s unreachable (%s); entries are queued/spooled, retrying",
-                    self.settings.bootstrap_servers,
-                    err,
-                )
-                self._pause(delay)
-                delay = min(delay * 2, 5.0)
-                continue
-            unregister = getattr(producer, "_unregister_cleanup", None)
-            if callable(unregister):
-                unregister()  # our atexit hook flushes and closes it, in that order
-            self._producer = producer
-        return self._producer
-
-    def _send(self, items: list[_Item]) -> None:
-        producer = self._ensure_producer()
-        if producer is None:
-            with self._lock:
-                self._redo = sorted([*items, *self._redo], key=lambda it: it.ticket)
-            return
-        topic = self.settings.topic
-        for index, item in enumerate(items):
-            with self._lock:
-                self._inflight[id(item)] = item
-                self._inflight_bytes += item.size
-            try:
-                future = producer.send(topic, key=item.key, value=item.value)
-            except Exception as err:
-                with self._lock:
-                    if self._inflight.pop(id(item), None) is not None:
-                        self._inflight_bytes -= item.size
-                if isinstance(err, _FATAL) or not isinstance(err, KafkaError):
-                    self._fail_item(item, err)
-                    continue
-                with self._lock:
-                    self._redo = sorted([*items[index:], *self._redo], key=lambda it: it.ticket)
-                self._throttle.warn(
-                    "send",
-                    "Kafka at %s not ready (%s); entries are queued/spooled, retrying",
-                    self.settings.bootstrap_servers,
-                    err,
-                )
-                self._pause(0.5)
-                return
-            future.add_callback(self._on_ack, item)
-            future.add_errback(self._on_error, item)
-
-    def _on_ack(self, item: _Item, metadata: Any) -> None:
-        position = Position(metadata.partition, metadata.offset)
-        with self._lock:
-            if self._inflight.pop(id(item), None) is not None:
-                self._inflight_bytes -= item.size
-            handle = item.handle
-            if item.rid is not None:
-                if self._spool is not None:
-                    self._spool.ack(item.rid)
-                if handle is None:
-                    handle = self._spilled_handles.pop(item.rid, None)
-            else:
-                self._mem_done.add(item.ticket)
-            self._counts["acknowledged"] += 1
-            self._idle.notify_all()
-            self._work.notify()
-        if handle is not None:
-            handle._resolve(position)
-        if item.seq is not None:
-            self.live.acknowledged(item.session_id, item.seq, position.partition, position.offset)
-
-    def _on_error(self, item: _Item, err: Exception) -> None:
-        with self._lock:
-            if self._inflight.pop(id(item), None) is None:
-                return
-            self._inflight_bytes -= item.size
-            if self._abort:
-                self._orphans.append(item)
-                return
-            if not isinstance(err, _FATAL):
-                # The producer gave up on a batch (e.g. its epoch was bumped): send it again.
-                self._redo.append(item)
-                self._redo.sort(key=lambda it: it.ticket)
-                self._counts["resent"] += 1
-                self._work.notify()
-        if not isinstance(err, _FATAL):
-            self._throttle.warn(
-                "resend",
-                "re-sending entries of %s after a delivery failure (%r); "
-                "their partition may see them after later entries",
-                item.session_id,
-                err,
-            )
-            return
-        self._fail_item(item, err)
-
-    def _fail_item(self, item: _Item, err: BaseException) -> None:
-        error = RecordRejected(
-            "record", f"the broker refused this entry of {item.session_id} for good: {err!r}"
-        )
-        with self._lock:
-            handle = item.handle
-            if item.rid is not None:
-                if self._spool is not None:
-                    self._spool.reject(item.rid)
-                if handle is None:
-                    handle = self._spilled_handles.pop(item.rid, None)
-            else:
-                self._mem_done.add(item.ticket)
-            self._counts["rejected"] += 1
-            self._idle.notify_all()
-        log.error("%s (kept in the spool's rejected.log when spooled)", error)
-        if handle is not None:
-            handle._fail(error)
-        if item.seq is not None:
-            self.live.discard(item.session_id, item.seq)
-
-    def _stop_producer(self) -> None:
-        producer, self._producer = self._producer, None
-        if producer is None:
-            return
-        with self._lock:
-            if self._inflight:
-                # Out of time: fail what the producer still holds; _settle() spools it.
-                self._orphans.extend(self._inflight.values())
-                self._inflight.clear()
-                self._inflight_bytes = 0
-                forced = True
-            else:
-                forced = False
-        try:
-            if forced:
-                io_thread = getattr(producer, "_sender", None)
-                if io_thread is not None:
-                    io_thread.force_close()
-                    io_thread.join(self.options.connect_timeout_s)
-            producer.close(timeout=self.options.connect_timeout_s)
-        except Exception:
-            log.exception("closing the Kafka producer failed")
 
     # -- fork -----------------------------------------------------------------------------------
     def _reset_after_fork(self) -> None:

@@ -6,7 +6,13 @@ __all__ = [
     "AppenderClosed",
     "BufferFull",
     "IngestError",
+    "LogCorrupt",
+    "LogFull",
+    "LogInaccessible",
+    "LogNotFound",
+    "LogRefused",
     "LogUnavailable",
+    "NotASessionlogFile",
     "RecordRejected",
     "SequenceError",
     "SessionBusy",
@@ -32,9 +38,37 @@ class RecordRejected(IngestError, ValueError):
 
 
 class LogUnavailable(IngestError):
-    """The broker could not be reached or did not acknowledge in time."""
+    """The log could not be reached in time: the broker is down or slow, the SQLite file is locked
+    past the busy timeout, a transient I/O error. Trying again later may succeed."""
 
     retriable = True
+
+
+class LogFull(LogUnavailable):
+    """The disk (or quota) holding the SQLite log is full; nothing was written."""
+
+
+class LogRefused(IngestError):
+    """The log refuses this client for good: authentication, authorization, an invalid topic or a
+    broker configuration the client cannot work with. Retrying cannot help; fix the settings."""
+
+
+class LogInaccessible(IngestError):
+    """The SQLite log cannot be opened or written: permissions, a read-only file or folder."""
+
+
+class LogNotFound(LogInaccessible):
+    """A read-only open (search, sessions, read, trace, export) named a file that does not exist;
+    read commands never create it."""
+
+
+class LogCorrupt(IngestError):
+    """The SQLite file is damaged (SQLite reports it corrupt)."""
+
+
+class NotASessionlogFile(IngestError):
+    """The file is not sessionlog's (another application's SQLite database, a file that is not a
+    database at all, or one written by a newer sessionlog); it was left untouched."""
 
 
 class AppenderClosed(IngestError):

@@ -2,26 +2,92 @@
 
 from __future__ import annotations
 
+import re
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
-from sessionlog.ingest.errors import AppenderClosed, RecordRejected, SequenceError
+from sessionlog.ingest.errors import AppenderClosed, RecordRejected, SequenceError, SessionBusy
 from sessionlog.ingest.wire import WIRE_VERSION, EventRecord, HeaderRecord, parse_record
 
 if TYPE_CHECKING:
-    from sessionlog.ingest.appender import Appender, AppendHandle
+    from sessionlog.ingest.records import AppendHandle
 
-__all__ = ["LastSeqLookup", "SessionWriter"]
+__all__ = ["LastSeqLookup", "SessionWriter", "WriterHost", "WriterRegistry"]
 
 #: ``(workspace_id, session_id) -> last seq written, or None when the session is unknown``.
 LastSeqLookup = Callable[[str, str], "int | None"]
 
+_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+class WriterHost(Protocol):
+    """What a :class:`SessionWriter` needs of the log it writes to (both entry logs have it)."""
+
+    @property
+    def _generation(self) -> int:
+        """Bumped in a forked child: writers of the parent stop working there."""
+        ...
+
+    def _submit(
+        self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None
+    ) -> AppendHandle: ...
+
+    def _release_writer(self, writer: SessionWriter) -> None: ...
+
+
+class WriterRegistry:
+    """The open session writers of one log in this process (at most one per session)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._writers: weakref.WeakValueDictionary[str, SessionWriter] = weakref.WeakValueDictionary()
+
+    def owner(self, session_id: str, generation: int) -> SessionWriter | None:
+        """The open writer of ``session_id`` of this process generation, if any."""
+        current = self._writers.get(session_id)
+        if current is not None and not current.closed and current._generation == generation:
+            return current
+        return None
+
+    def open(
+        self,
+        host: WriterHost,
+        workspace_id: str,
+        session_id: str,
+        next_seq: int | None,
+        resume: Callable[[str, str], int],
+    ) -> SessionWriter:
+        """Check the ids, refuse a second writer (:class:`SessionBusy`), and start the new writer
+        at ``next_seq`` or at ``resume(workspace_id, session_id)``."""
+        for name, value in (("workspace_id", workspace_id), ("session_id", session_id)):
+            if not isinstance(value, str) or not _ID.match(value):
+                raise RecordRejected(name, f"must match {_ID.pattern}, got {value!r}")
+        if next_seq is not None and (
+            isinstance(next_seq, bool) or not isinstance(next_seq, int) or not 0 <= next_seq < 2**53
+        ):
+            raise RecordRejected("seq", f"next_seq must be an int in [0, 2**53), got {next_seq!r}")
+        with self.lock:
+            current = self.owner(session_id, host._generation)
+            if current is not None:
+                raise SessionBusy(f"session {session_id} already has a writer in this process: {current!r}")
+            start = next_seq if next_seq is not None else resume(workspace_id, session_id)
+            writer = SessionWriter(host, workspace_id, session_id, start, host._generation)
+            self._writers[session_id] = writer
+            return writer
+
+    def release(self, writer: SessionWriter) -> None:
+        with self.lock:
+            if self._writers.get(writer.session_id) is writer:
+                del self._writers[writer.session_id]
+
 
 class SessionWriter:
-    """The only writer of one session in this process (get one from :meth:`Appender.session`).
+    """The only writer of one session in this process (get one from ``log.session(...)`` of any
+    :class:`~sessionlog.ingest.entry_log.EntryLog`).
 
     ``append`` fills in ``v``, ``kind``, ``workspace_id``, ``session_id``, ``seq`` (the next one)
     and ``time`` (now, UTC) when they are missing; a given ``seq`` must be exactly the next one.
@@ -29,7 +95,7 @@ class SessionWriter:
     """
 
     def __init__(
-        self, appender: Appender, workspace_id: str, session_id: str, next_seq: int, generation: int
+        self, appender: WriterHost, workspace_id: str, session_id: str, next_seq: int, generation: int
     ) -> None:
         self._appender = appender
         self.workspace_id = workspace_id

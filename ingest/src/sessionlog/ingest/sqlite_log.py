@@ -1,9 +1,8 @@
 """The embedded entry log: the session log as one table of one SQLite file (WAL mode).
 
-:class:`SQLiteEntryLog` has the surface of the Kafka :class:`~sessionlog.ingest.appender.Appender`
-(``append`` / ``append_header`` / ``flush`` / ``close``, a context manager, handles whose
-``result()`` is a :class:`~sessionlog.ingest.appender.Position`) and validates with the same wire
-models, so an agent switches backends without touching its code. The differences:
+:class:`SQLiteEntryLog` implements :class:`~sessionlog.ingest.entry_log.EntryLog`, like the Kafka
+:class:`~sessionlog.ingest.appender.Appender`, with the same wire models, so an agent switches
+backends without touching its code. The differences:
 
 * an append is committed (in its own ``BEGIN IMMEDIATE`` transaction) before ``append`` returns,
   so the handle is already resolved and ``flush`` has nothing to wait for;
@@ -15,8 +14,8 @@ models, so an agent switches backends without touching its code. The differences
 
 Table ``log(offset INTEGER PRIMARY KEY AUTOINCREMENT, session_id, key, value, time_ms)``: ``key``
 and ``value`` are the bytes a Kafka record would carry (the session id in UTF-8 and the canonical
-JSON), ``session_id`` the decoded key (NULL when it is not UTF-8). :func:`connect` is the one place
-that opens the file; the projection and the provider use it too.
+JSON), ``session_id`` the decoded key (NULL when it is not UTF-8). The file is opened (and
+identified as sessionlog's) by :func:`sessionlog.ingest.sqlite_file.connect`.
 """
 
 from __future__ import annotations
@@ -25,15 +24,22 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from contextlib import suppress
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Self
 
-from sessionlog.ingest.appender import Position
-from sessionlog.ingest.errors import AppenderClosed, IngestError, LogUnavailable, RecordRejected
+from sessionlog.ingest.errors import AppenderClosed, IngestError, RecordRejected, SessionBusy
+from sessionlog.ingest.live import LiveEntry, LiveLog
+from sessionlog.ingest.records import AppendHandle, LogRecord, Position
+from sessionlog.ingest.session import LastSeqLookup, SessionWriter, WriterRegistry
+from sessionlog.ingest.sqlite_file import (
+    DEFAULT_BUSY_TIMEOUT_S,
+    Synchronous,
+    connect,
+    rollback,
+    translate_sqlite_error,
+)
 from sessionlog.ingest.wire import (
     MAX_RECORD_BYTES,
     EventRecord,
@@ -45,19 +51,21 @@ from sessionlog.ingest.wire import (
 )
 
 __all__ = [
+    "DEFAULT_BUSY_TIMEOUT_S",
     "LOG_TOPIC",
     "LogRecord",
-    "SQLiteAppendHandle",
     "SQLiteEntryLog",
+    "Synchronous",
     "connect",
     "ensure_log_schema",
+    "iter_log",
     "read_log",
     "rollback",
 ]
 
-#: The "topic" of embedded log records (dead-letter envelopes carry it).
+#: The "topic" of embedded log records (dead-letter envelopes and watermarks carry it).
 LOG_TOPIC: Final = "log"
-DEFAULT_BUSY_TIMEOUT_S: Final = 30.0
+_LAST_SEQS_MAX: Final = 100_000
 
 _LOG_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS log (
@@ -70,51 +78,10 @@ CREATE TABLE IF NOT EXISTS log (
 CREATE INDEX IF NOT EXISTS log_by_session ON log (session_id, offset);
 """
 
-Synchronous = Literal["NORMAL", "FULL"]
-
-
-def connect(
-    path: str | os.PathLike[str],
-    *,
-    create: bool = True,
-    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
-    synchronous: Synchronous = "NORMAL",
-) -> sqlite3.Connection:
-    """Open ``path`` in WAL mode with explicit transactions (``isolation_level=None``).
-
-    ``create=False`` refuses to create a missing file (readers); the parent directory is created
-    otherwise. ``synchronous=NORMAL`` survives a process crash at any point; ``FULL`` also survives
-    power loss (an fsync per commit). Raises :class:`sqlite3.Error` (callers map it to their errors).
-    """
-    target = Path(path).expanduser()
-    if create:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        uri = f"file:{_quote(target)}?mode=rwc"
-    else:
-        uri = f"file:{_quote(target)}?mode=rw"
-    conn = sqlite3.connect(
-        uri, uri=True, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s
-    )
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"cannot switch {target} to WAL mode (journal_mode is {mode})")
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-        conn.execute("PRAGMA foreign_keys = OFF")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _quote(path: Path) -> str:
-    # A file: URI: '?' and '#' would end the path part, '%' starts an escape.
-    return str(path.resolve()).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-
 
 def ensure_log_schema(conn: sqlite3.Connection) -> None:
-    """Create the ``log`` table if it is missing (idempotent, safe against concurrent openers)."""
+    """Create the ``log`` table if it is missing (idempotent, safe against concurrent openers).
+    Raises :class:`sqlite3.Error` (the caller owns the connection and translates)."""
     if _has_table(conn, "log"):
         return
     conn.execute("BEGIN IMMEDIATE")
@@ -128,48 +95,50 @@ def ensure_log_schema(conn: sqlite3.Connection) -> None:
         raise
 
 
-def rollback(conn: sqlite3.Connection) -> None:
-    """Roll back the open transaction, if SQLite has not already done so (a failed COMMIT, a full
-    disk); never masks the error being handled."""
-    if conn.in_transaction:
-        with suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-
-
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
     return row is not None
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One log row with the attributes of a Kafka consumer record that the indexer reads."""
-
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
-    topic: str = LOG_TOPIC
-    partition: int = 0
 
 
 def read_log(
     conn: sqlite3.Connection, after: int, *, limit: int = 500, max_bytes: int = 16 * 1024 * 1024
 ) -> list[LogRecord]:
     """Rows with an offset above ``after``, in offset order: at most ``limit`` rows and, beyond the
-    first row, about ``max_bytes`` of values."""
+    first row, about ``max_bytes`` of values. Raises :class:`sqlite3.Error`."""
     out: list[LogRecord] = []
     size = 0
     cursor = conn.execute(
         "SELECT offset, key, value, time_ms FROM log WHERE offset > ? ORDER BY offset LIMIT ?", (after, limit)
     )
     for offset, key, value, time_ms in cursor:
-        out.append(LogRecord(int(offset), _blob(key), _blob(value), int(time_ms)))
+        out.append(LogRecord(LOG_TOPIC, 0, int(offset), _blob(key), _blob(value), int(time_ms)))
         size += len(value or b"")
         if size >= max_bytes:
             break
     cursor.close()
     return out
+
+
+def iter_log(
+    conn: sqlite3.Connection, *, session_id: str | None = None, batch: int = 1000
+) -> Iterator[LogRecord]:
+    """Every row (of one session when ``session_id`` is given) in offset order, read in batches.
+    Raises :class:`sqlite3.Error`."""
+    after = 0
+    while True:
+        if session_id is None:
+            rows = read_log(conn, after, limit=batch)
+        else:
+            cursor = conn.execute(
+                "SELECT offset, key, value, time_ms FROM log WHERE session_id = ? AND offset > ? "
+                "ORDER BY offset LIMIT ?",
+                (session_id, after, batch),
+            )
+            rows = [LogRecord(LOG_TOPIC, 0, int(o), _blob(k), _blob(v), int(t)) for o, k, v, t in cursor]
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1].offset
 
 
 def _blob(value: Any) -> bytes | None:
@@ -180,30 +149,14 @@ def _blob(value: Any) -> bytes | None:
     return bytes(value)
 
 
-class SQLiteAppendHandle:
-    """An append that is already committed: the same surface as the Kafka appender's handle."""
-
-    __slots__ = ("_position", "record")
-
-    def __init__(self, record: HeaderRecord | EventRecord, position: Position) -> None:
-        self.record = record
-        self._position = position
-
-    def done(self) -> bool:
-        return True
-
-    def result(self, timeout: float | None = 30.0) -> Position:
-        return self._position
-
-    def exception(self, timeout: float | None = 30.0) -> IngestError | None:
-        return None
-
-    def __repr__(self) -> str:
-        return f"SQLiteAppendHandle({self.record.session_id!r}, {self._position})"
-
-
 class SQLiteEntryLog:
-    """Thread-safe, multi-process-safe appender to the ``log`` table of one SQLite file."""
+    """Thread-safe, multi-process-safe :class:`~sessionlog.ingest.entry_log.EntryLog` on the
+    ``log`` table of one SQLite file.
+
+    ``last_seq_lookup`` is consulted by :meth:`session` like the appender's (the log table itself
+    is consulted first). The live view keeps this process's events until the query side releases
+    them by the embedded indexer's position (:meth:`release_through` with partition 0).
+    """
 
     def __init__(
         self,
@@ -211,19 +164,40 @@ class SQLiteEntryLog:
         *,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         synchronous: Synchronous = "NORMAL",
+        last_seq_lookup: LastSeqLookup | None = None,
+        live_max_per_session: int = 2_000,
+        live_max_total: int = 50_000,
     ) -> None:
         self.path = Path(path).expanduser()
         self.busy_timeout_s = busy_timeout_s
         self.synchronous: Synchronous = synchronous
+        self._lookup = last_seq_lookup
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
+        self._writer_registry = WriterRegistry()
+        self._live = LiveLog(live_max_per_session, live_max_total)
+        self._live_headers: dict[str, HeaderRecord] = {}
+        self._last_seqs: dict[str, int] = {}
 
     # -- state ----------------------------------------------------------------------------------
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def topic(self) -> str:
+        return LOG_TOPIC
+
+    @property
+    def live(self) -> LiveLog:
+        return self._live
+
+    @property
+    def _generation(self) -> int:
+        # Writers opened by a parent process stop working in a forked child.
+        return os.getpid()
 
     def _connection(self) -> sqlite3.Connection:
         """The connection (opened on first use, and again in a forked child); call under ``_lock``."""
@@ -231,16 +205,16 @@ class SQLiteEntryLog:
             raise AppenderClosed("append after close()")
         if self._conn is not None and self._pid != os.getpid():
             self._conn = None  # the parent's connection must not be used (nor closed) after a fork
+            self._live.clear()
+            self._live_headers.clear()
+            self._last_seqs.clear()
         if self._conn is None:
-            try:
-                conn = connect(self.path, busy_timeout_s=self.busy_timeout_s, synchronous=self.synchronous)
-            except sqlite3.Error as err:
-                raise LogUnavailable(f"cannot open the embedded log {self.path}: {err}") from err
+            conn = connect(self.path, busy_timeout_s=self.busy_timeout_s, synchronous=self.synchronous)
             try:
                 ensure_log_schema(conn)
             except sqlite3.Error as err:
                 conn.close()
-                raise LogUnavailable(f"cannot create the log table in {self.path}: {err}") from err
+                raise translate_sqlite_error(err, f"cannot create the log table in {self.path}") from err
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
@@ -264,14 +238,15 @@ class SQLiteEntryLog:
             raise RecordRejected("record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}")
         return record.session_id, encode_key(record), value
 
-    def append(self, record: HeaderRecord | EventRecord | Mapping[str, Any] | bytes) -> SQLiteAppendHandle:
+    def append(self, record: HeaderRecord | EventRecord | Mapping[str, Any] | bytes) -> AppendHandle:
         """Validate and commit one record (event or header); raises :class:`RecordRejected` naming
-        the field, :class:`AppenderClosed` or :class:`LogUnavailable` (file locked past the busy
-        timeout, disk full, ...)."""
+        the field, :class:`SessionBusy`, :class:`AppenderClosed`, :class:`LogUnavailable` (file
+        locked past the busy timeout, ...), :class:`LogFull`, :class:`NotASessionlogFile`, ..."""
         (handle,) = self.append_many([record])
         return handle
 
-    def append_header(self, header: HeaderRecord | Mapping[str, Any]) -> SQLiteAppendHandle:
+    def append_header(self, header: HeaderRecord | Mapping[str, Any]) -> AppendHandle:
+        """:meth:`append` for a session header (an event is refused)."""
         parsed = self._coerce(header)
         if not isinstance(parsed, HeaderRecord):
             raise RecordRejected("kind", "append_header needs a header record")
@@ -279,15 +254,48 @@ class SQLiteEntryLog:
 
     def append_many(
         self, records: Iterable[HeaderRecord | EventRecord | Mapping[str, Any] | bytes]
-    ) -> list[SQLiteAppendHandle]:
+    ) -> list[AppendHandle]:
         """Validate every record first, then commit them all in one transaction (all or none)."""
         parsed = [self._coerce(r) for r in records]
+        for record in parsed:
+            if self._writer_registry.owner(record.session_id, self._generation) is not None:
+                raise SessionBusy(
+                    f"session {record.session_id} is owned by a SessionWriter in this process; "
+                    "append through it (log.session(...)) or close it first"
+                )
+        return self._commit(parsed)
+
+    def _submit(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> AppendHandle:
+        """A session writer's append (the writer checked ownership and the seq)."""
+        (handle,) = self._commit([record])
+        return handle
+
+    def _commit(self, parsed: list[HeaderRecord | EventRecord]) -> list[AppendHandle]:
         rows = [self._encode(r) for r in parsed]
         if not rows:
             return []
         now = int(time.time() * 1000)
         offsets = self._insert([(sid, key, value, now) for sid, key, value in rows])
-        return [SQLiteAppendHandle(r, Position(0, o)) for r, o in zip(parsed, offsets, strict=True)]
+        handles = []
+        for record, offset in zip(parsed, offsets, strict=True):
+            handles.append(AppendHandle(record, Position(0, offset)))
+            self._remember(record, offset)
+        return handles
+
+    def _remember(self, record: HeaderRecord | EventRecord, offset: int) -> None:
+        """Keep a committed record in the live view until the indexer's position passes it."""
+        sid = record.session_id
+        if isinstance(record, HeaderRecord):
+            self._live_headers[sid] = record
+            if len(self._live_headers) > _LAST_SEQS_MAX:
+                self._live_headers.pop(next(iter(self._live_headers)), None)
+            return
+        self._live.add(record)
+        self._live.acknowledged(sid, record.seq, 0, offset)
+        if record.seq > self._last_seqs.get(sid, -1):
+            self._last_seqs[sid] = record.seq
+            if len(self._last_seqs) > _LAST_SEQS_MAX:
+                self._last_seqs.pop(next(iter(self._last_seqs)), None)
 
     def append_raw(self, key: bytes | None, value: bytes | None, *, time_ms: int | None = None) -> Position:
         """Write bytes without validation, as a foreign client of the log could (tests, tools): the
@@ -318,8 +326,69 @@ class SQLiteEntryLog:
                     rollback(conn)
                     raise
             except sqlite3.Error as err:
-                raise LogUnavailable(f"append to {self.path} failed: {err}") from err
+                raise translate_sqlite_error(err, f"append to {self.path} failed") from err
             return offsets
+
+    # -- sessions -------------------------------------------------------------------------------
+    def session(self, workspace_id: str, session_id: str, *, next_seq: int | None = None) -> SessionWriter:
+        """The writer of ``session_id`` for this process; it assigns contiguous seqs, resuming after
+        the highest seq in the log, in this process, or from ``last_seq_lookup``."""
+        if self._closed:
+            raise AppenderClosed("session() after close()")
+        return self._writer_registry.open(self, workspace_id, session_id, next_seq, self._resume_seq)
+
+    def _resume_seq(self, workspace_id: str, session_id: str) -> int:
+        known: list[int] = []
+        mine = self._last_seqs.get(session_id)
+        if mine is not None:
+            known.append(mine)
+        with self._lock:
+            conn = self._connection()
+            try:
+                row = conn.execute(
+                    "SELECT max(json_extract(CAST(value AS TEXT), '$.seq')) FROM log "
+                    "WHERE session_id = ? AND json_valid(CAST(value AS TEXT)) "
+                    "AND json_extract(CAST(value AS TEXT), '$.kind') = 'event'",
+                    (session_id,),
+                ).fetchone()
+            except sqlite3.Error as err:
+                raise translate_sqlite_error(err, f"cannot read {self.path}") from err
+        if row is not None and isinstance(row[0], int):
+            known.append(row[0])
+        if self._lookup is not None:
+            try:
+                looked_up = self._lookup(workspace_id, session_id)
+            except Exception as err:
+                raise IngestError(
+                    f"last_seq_lookup failed for session {session_id}: {err} "
+                    "(pass next_seq= to resume by hand)"
+                ) from err
+            if looked_up is not None:
+                known.append(int(looked_up))
+        return max(known) + 1 if known else 0
+
+    def _release_writer(self, writer: SessionWriter) -> None:
+        self._writer_registry.release(writer)
+
+    # -- live view ------------------------------------------------------------------------------
+    def live_sessions(self) -> list[str]:
+        return self._live.live_sessions()
+
+    def live_headers(self) -> list[HeaderRecord]:
+        live = set(self._live.live_sessions())
+        return [h for sid, h in list(self._live_headers.items()) if sid in live]
+
+    def live_events(self, session_id: str) -> list[EventRecord]:
+        return self._live.live_events(session_id)
+
+    def live_entries(self, session_id: str) -> list[LiveEntry]:
+        return self._live.live_entries(session_id)
+
+    def release_through(self, partition: int, offset: int) -> int:
+        return self._live.release_through(partition, offset)
+
+    def release_session_through(self, session_id: str, seq: int) -> int:
+        return self._live.release_session_through(session_id, seq)
 
     # -- reading (tools and tests; the indexer reads inside its own transaction) -----------------
     def end_offset(self) -> int:
@@ -329,22 +398,21 @@ class SQLiteEntryLog:
             try:
                 row = conn.execute("SELECT max(offset) FROM log").fetchone()
             except sqlite3.Error as err:
-                raise LogUnavailable(f"cannot read {self.path}: {err}") from err
+                raise translate_sqlite_error(err, f"cannot read {self.path}") from err
         return int(row[0] or 0)
 
     def read(self, after: int = 0, limit: int = 500) -> list[LogRecord]:
+        """Rows with an offset above ``after`` in offset order."""
         with self._lock:
             conn = self._connection()
             try:
                 return read_log(conn, after, limit=limit)
             except sqlite3.Error as err:
-                raise LogUnavailable(f"cannot read {self.path}: {err}") from err
+                raise translate_sqlite_error(err, f"cannot read {self.path}") from err
 
     # -- lifecycle ------------------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
         """Nothing to wait for: every append was committed before it returned."""
-        if self._closed:
-            return
 
     def close(self, timeout: float | None = None) -> None:
         """Release the connection. Idempotent."""
@@ -354,7 +422,10 @@ class SQLiteEntryLog:
             self._closed = True
             conn, self._conn = self._conn, None
         if conn is not None and self._pid == os.getpid():
-            conn.close()
+            try:
+                conn.close()
+            except sqlite3.Error as err:
+                raise translate_sqlite_error(err, f"closing {self.path} failed") from err
 
     def __enter__(self) -> Self:
         return self

@@ -7,7 +7,7 @@ import contextlib
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from sessionlog.ingest.errors import LogUnavailable
+from sessionlog.ingest.kafka_errors import translate_kafka_error
 from sessionlog.ingest.settings import KafkaSettings
 from sessionlog.ingest.wire import MAX_RECORD_BYTES
 
@@ -19,11 +19,13 @@ def dlq_topic(topic: str) -> str:
 
 
 def ensure_topics(settings: KafkaSettings) -> None:
-    """Create ``topic`` and ``topic.dlq`` with sessionlog's settings; existing topics are left alone."""
+    """Create ``topic`` and ``topic.dlq`` with sessionlog's settings; existing topics are left alone.
+
+    Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization, invalid topic)."""
     try:
         admin = KafkaAdminClient(**settings.client_config())
-    except KafkaError as err:
-        raise LogUnavailable(f"cannot reach Kafka at {settings.bootstrap_servers}: {err}") from err
+    except (KafkaError, OSError) as err:
+        raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
     try:
         existing = set(admin.list_topics())
         wanted = {
@@ -45,7 +47,8 @@ def ensure_topics(settings: KafkaSettings) -> None:
         if missing:
             with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics(missing, wait_for_metadata=True)
-    except KafkaError as err:
-        raise LogUnavailable(f"cannot create topics on {settings.bootstrap_servers}: {err}") from err
+    except (KafkaError, OSError) as err:
+        raise translate_kafka_error(err, f"cannot create topics on {settings.bootstrap_servers}") from err
     finally:
-        admin.close()
+        with contextlib.suppress(KafkaError, OSError):
+            admin.close()

@@ -13,18 +13,16 @@ and the catch-up finishes in the background.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Final
 
 from sessionlog.ingest.errors import IngestError
+from sessionlog.ingest.sqlite_file import connect, rollback
 from sessionlog.query.config import check_callable, check_path, check_timeout
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.errors import ErrorCode, SessionQueryError
@@ -35,7 +33,7 @@ __all__ = [
     "SQLiteFile",
     "default_connector",
     "sqlite_file",
-    "translate_sqlite_error",
+    "typed_sqlite_error",
 ]
 
 #: Opens the file read-only-ish (never creates it) with a busy timeout in seconds.
@@ -46,23 +44,12 @@ _READ_RESERVE_S: Final = 1.0
 _PROGRESS_STEPS: Final = 2000
 
 
-@cache
-def _ingest_file() -> ModuleType:
-    """Ingest's SQLite file module (``connect`` never creates a file with ``create=False`` and
-    refuses another application's). Loaded on first use: the module that holds it may import more
-    of ingest than a reader needs."""
-    try:
-        return importlib.import_module("sessionlog.ingest.sqlite_file")
-    except ModuleNotFoundError:
-        return importlib.import_module("sessionlog.ingest.sqlite_log")
-
-
 def default_connector(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    conn: sqlite3.Connection = _ingest_file().connect(path, create=False, busy_timeout_s=busy_timeout_s)
-    return conn
+    """Open the file for reading: never creates it, refuses another application's file."""
+    return connect(path, create=False, busy_timeout_s=busy_timeout_s)
 
 
-def translate_sqlite_error(err: Exception, code: ErrorCode, path: Path) -> SessionQueryError | None:
+def typed_sqlite_error(err: Exception, code: ErrorCode, path: Path) -> SessionQueryError | None:
     """``err`` (``sqlite3`` or ingest's typed file error) as a typed error; ``None`` otherwise."""
     if isinstance(err, IngestError):
         return SessionQueryError(code, f"cannot use {path}: {err}")
@@ -235,13 +222,13 @@ class SQLiteFile:
             except (sqlite3.Error, IngestError) as err:
                 if deadline.stopped():
                     raise deadline.error() from None
-                typed = translate_sqlite_error(err, self.code, self.path)
+                typed = typed_sqlite_error(err, self.code, self.path)
                 assert typed is not None
                 raise typed from None
             finally:
                 self._deadline = None
                 if conn is not None:
-                    _ingest_file().rollback(conn)
+                    rollback(conn)
         finally:
             self._lock.release()
 

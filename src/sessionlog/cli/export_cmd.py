@@ -1,0 +1,86 @@
+"""``sessionlog export SESSION`` / ``sessionlog export --workspace W``: the original records as JSONL.
+
+Reads the selected backend's log (never the search index): the stored bytes of each record, one per
+line, in the order they were appended (see :mod:`sessionlog.ingest.export`). The output can be fed
+back to ``sessionlog append``. A summary goes to stderr; exit 0, 1 when the log cannot be read,
+2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, BinaryIO, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+if TYPE_CHECKING:
+    from sessionlog.ingest.records import LogRecord
+
+__all__ = ["export", "register"]
+
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export`` to the ``sessionlog`` app."""
+    app.command("export")(export)
+
+
+def export(
+    session: Annotated[str | None, typer.Argument(help="The session to export.")] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Export every session of this workspace.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the original records of SESSION (or of a workspace) as JSONL, in log order."""
+    from sessionlog.backend import current_backend
+    from sessionlog.ingest.errors import IngestError
+    from sessionlog.ingest.export import LogExport, export_kafka, export_sqlite
+
+    if session is None and workspace is None:
+        _fail("give a SESSION or --workspace W", 2)
+    job = LogExport(session_id=session, workspace_id=workspace)
+    try:
+        backend = current_backend()
+        if backend.name == "embedded":
+            records = export_sqlite(backend.sqlite_path, job)
+        else:
+            assert backend.kafka is not None
+            records = export_kafka(backend.kafka, job)
+        if output is None:
+            _write(records, sys.stdout.buffer)
+        else:
+            with output.open("wb") as sink:
+                _write(records, sink)
+    except IngestError as err:
+        _fail(str(err), 1)
+    except OSError as err:
+        _fail(f"{err.strerror or err}: {err.filename}" if err.filename else str(err), 1)
+    what = f"session {session}" if session is not None else f"workspace {workspace}"
+    note = f" ({job.skipped} values that are not wire records skipped)" if job.skipped else ""
+    err_console.print(escape(f"exported {job.exported} records of {what}{note}"), highlight=False)
+    if job.exported == 0:
+        _fail(f"no records of {what} in the log", 1)
+
+
+def _write(records: Iterable[LogRecord], sink: BinaryIO) -> None:
+    import orjson
+
+    for record in records:
+        value = record.value or b"{}"
+        if b"\n" in value or b"\r" in value:  # a foreign writer's pretty-printed JSON: one line
+            value = orjson.dumps(orjson.loads(value))
+        sink.write(value + b"\n")
+    sink.flush()
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    raise typer.Exit(code)
