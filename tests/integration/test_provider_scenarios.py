@@ -665,7 +665,9 @@ def _assert_outage(provider: OpenSearchProvider, within_s: float) -> None:
     message = str(caught.value)
     assert "SESSION_QUERY_INDEX_FAILED" in message
     assert "No entries" not in message and "No searchable" not in message
-    assert made.run_openai_call({"id": "c1", "function": {"arguments": "{}"}})["content"].startswith("error:")
+    assert str(made.run_openai_call({"id": "c1", "function": {"arguments": "{}"}})["content"]).startswith(
+        "error:"
+    )
     assert made.run_anthropic_call({"id": "t1", "input": {}})["is_error"] is True
     assert made.run_mcp_call({})["isError"] is True
 

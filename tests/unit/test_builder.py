@@ -16,7 +16,7 @@ from sessionlog.query.builder import (
     search_body,
     word_clause,
 )
-from sessionlog.query.contract import SessionQueryRequest
+from sessionlog.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
 from sessionlog.query.opensearch_provider import OpenSearchProvider
 from sessionlog.query.scope import Scope
 
@@ -256,7 +256,8 @@ def test_default_kinds_are_messages_without_the_search_tool_itself() -> None:
     assert DEFAULT_KINDS == MESSAGE_TYPES
     plan = plan_for("revenue")
     assert plan.default_kinds and plan.kinds == DEFAULT_KINDS
-    exclusion = {"term": {"tool_name": SEARCH_TOOL_NAME}}
+    exclusion = {"terms": {"tool_name": list(SELF_TOOL_NAMES)}}
+    assert SEARCH_TOOL_NAME in SELF_TOOL_NAMES
     for body in (
         search_body(plan, size=11),
         search_body(plan, size=11, partial=True),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from hypothesis import assume, given, settings
@@ -204,23 +203,24 @@ def test_excerpt_contains_the_first_match(prefix: str, word: str, suffix: str, b
 # -- cost ----------------------------------------------------------------------------------------------
 
 
-def _timed(text: str, words: list[str]) -> float:
-    start = time.perf_counter()
+# How long these take is measured in tests/benchmarks, never asserted here: these check the result.
+
+
+def _cut(text: str, words: list[str]) -> str:
     out = excerpt(text, words, 600)
-    elapsed = time.perf_counter() - start
     assert nbytes(out) <= 600
-    return elapsed
+    return out
 
 
-def test_one_mebibyte_ascii_text_costs_next_to_nothing() -> None:
+def test_one_mebibyte_ascii_text_centres_on_a_match_at_the_end() -> None:
     mib = 1024 * 1024
     at_end = "x " * (mib // 2 - 4) + "needle"
     assert nbytes(at_end) <= mib
-    assert min(_timed(at_end, ["needle"]) for _ in range(3)) < 0.1
-    assert min(_timed(at_end, ["absent"]) for _ in range(3)) < 0.1
+    assert _cut(at_end, ["needle"]).endswith("needle")
+    assert _cut(at_end, ["absent"]).startswith("x x")
 
 
-def test_one_mebibyte_non_ascii_text_stays_well_under_a_second() -> None:
+def test_one_mebibyte_non_ascii_text_centres_on_a_match_at_the_end() -> None:
     text = "Đơn hàng tháng Bảy " * (1024 * 1024 // 27) + "needle"
     assert nbytes(text) <= 1024 * 1024
-    assert _timed(text, ["needle"]) < 1.5
+    assert _cut(text, ["needle"]).endswith("needle")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import orjson
@@ -83,16 +82,13 @@ def test_the_embedded_factories_build_the_sqlite_pieces(tmp_path: Path) -> None:
         assert isinstance(provider, SQLiteProvider) and provider.max_limit == 20
 
 
-def test_demo_runs_embedded_in_seconds(clean_env: Path) -> None:
-    started = time.monotonic()
+def test_demo_runs_embedded(clean_env: Path) -> None:
     result = CliRunner().invoke(app, ["demo"])
-    took = time.monotonic() - started
     assert result.exit_code == 0, result.output
     assert "embedded (SQLite" in result.output and "indexed 216 events (dead-lettered 0)" in result.output
     assert (
         "revenue forecast" in result.output and "São Paulo" in result.output and "acct_9931" in result.output
     )
-    assert took < 20
     assert (clean_env / "data" / "sessionlog" / "demo.db").exists()
     again = CliRunner().invoke(app, ["demo"])  # a second run starts from a fresh file
     assert again.exit_code == 0 and "indexed 216 events" in again.output

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import shutil
+import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -352,3 +355,56 @@ def test_the_documented_kcat_examples_are_valid() -> None:
         record = decode_record(value.encode("utf-8"))
         assert record.session_id == key
         assert schema_accepts(json.loads(value))
+
+
+# -- ajv (JavaScript) agrees: the schema compiles in ajv's strict mode ----------------------------------
+
+JS_DIR = Path(__file__).resolve().parents[2] / "schemas" / "js"
+#: Where ajv sides with the decoder against Python's jsonschema: ECMA-262 ``$`` does not match before
+#: a final newline, and ajv-formats checks the calendar (February 30).
+AJV_LIKE_THE_DECODER = {"id with a final newline", "february 30"}
+
+
+def ajv_verdicts(records: list[Any], tmp_path: Path) -> list[bool]:
+    """Whether ajv (strict mode, ajv-formats) accepts each record, via ``schemas/js/validate.mjs``."""
+    node = shutil.which("node")
+    if node is None or not (JS_DIR / "node_modules" / "ajv").is_dir():
+        message = "node and schemas/js/node_modules are needed: bash scripts/setup --stack installs them"
+        if os.environ.get("SESSIONLOG_REQUIRE_STACK") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(records), encoding="utf-8")
+    done = subprocess.run(
+        [node, str(JS_DIR / "validate.mjs"), str(SCHEMA_FILE), str(corpus)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    verdicts: list[bool] = json.loads(done.stdout)
+    assert len(verdicts) == len(records)
+    return verdicts
+
+
+def test_ajv_strict_compiles_and_agrees_with_the_decoder_and_jsonschema(tmp_path: Path) -> None:
+    named: list[tuple[str, Any]] = [
+        *((f"good {i}", record) for i, record in enumerate(GOOD)),
+        *((f"bad {name}", record) for name, record in sorted(BAD.items())),
+        *((f"looser {name}", record) for name, record in sorted(SCHEMA_LOOSER.items())),
+        *((f"stricter {name}", record) for name, record in sorted(SCHEMA_STRICTER.items())),
+    ]
+    verdicts = ajv_verdicts([record for _, record in named], tmp_path)
+    for (name, record), ajv in zip(named, verdicts, strict=True):
+        decoder, python = models_accept(record), schema_accepts(record)
+        if name.removeprefix("looser ") in AJV_LIKE_THE_DECODER:
+            assert ajv == decoder != python, name
+        else:
+            assert ajv == python, name
+        if name.startswith(("good ", "bad ")):
+            assert ajv == decoder, name
+
+
+def test_the_schema_has_no_keyword_outside_draft_2020_12() -> None:
+    assert '"discriminator"' not in SCHEMA_FILE.read_text(encoding="utf-8")

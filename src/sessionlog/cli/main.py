@@ -336,6 +336,10 @@ from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 
 
 register_export(app)
 
+from sessionlog.cli.mcp_cmd import register as register_mcp  # noqa: E402 - sessionlog mcp
+
+register_mcp(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -10,6 +10,9 @@ pydantic cannot export but JSON Schema can state:
 * ``text`` has at most 1 MiB characters; the real limit is 1 MiB of UTF-8 bytes (said in its
   description, since JSON Schema counts characters).
 
+It uses standard draft 2020-12 keywords only (pydantic's OpenAPI ``discriminator`` is dropped: the
+``op`` constants already tell the branches apart), so it compiles in ajv's strict mode.
+
 Rules no JSON Schema can state stay with the models: the byte limits of ``text`` and of the whole
 record, and that ``1.0`` is not an integer. Regenerate the committed file with
 ``python -m sessionlog.ingest.schema > schemas/wire-v1.schema.json``; a unit test keeps them equal.
@@ -57,6 +60,16 @@ def _object_branch(schema: dict[str, Any]) -> dict[str, Any]:
     return next(b for b in branches if b.get("type") != "null")
 
 
+def _drop_openapi_keywords(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop("discriminator", None)
+        for value in node.values():
+            _drop_openapi_keywords(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_openapi_keywords(value)
+
+
 def _close_pattern_properties(node: Any) -> None:
     if isinstance(node, dict):
         if "patternProperties" in node and "additionalProperties" not in node:
@@ -90,6 +103,7 @@ def wire_json_schema() -> dict[str, Any]:
         }
     ]
     _close_pattern_properties(generated)
+    _drop_openapi_keywords(generated)
 
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

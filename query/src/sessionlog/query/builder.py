@@ -34,6 +34,7 @@ class QueryPlan:
     phrase: str
     default_kinds: bool
     limit: int = 10
+    exclude_tools: tuple[str, ...] = (SEARCH_TOOL_NAME,)
 
     @property
     def browse(self) -> bool:
@@ -77,7 +78,9 @@ def _filters(plan: QueryPlan) -> list[dict[str, Any]]:
 
 def _must_not(plan: QueryPlan, exclude: Sequence[str] = ()) -> list[dict[str, Any]]:
     # The search tool's own calls and results are not history worth finding (D8).
-    clauses: list[dict[str, Any]] = [{"term": {"tool_name": SEARCH_TOOL_NAME}}] if plan.default_kinds else []
+    clauses: list[dict[str, Any]] = []
+    if plan.default_kinds and plan.exclude_tools:
+        clauses.append({"terms": {"tool_name": list(plan.exclude_tools)}})
     if exclude:
         # Pages after the first leave out what earlier pages returned. Unlike search_after on
         # [_score, …], this cannot repeat or skip an entry when unrelated writes shift BM25 statistics.

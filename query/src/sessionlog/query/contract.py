@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "KIND_RE",
     "MAX_LIMIT",
+    "SELF_TOOL_NAMES",
     "SessionMatch",
     "SessionQuery",
     "SessionQueryRequest",
@@ -26,9 +27,22 @@ __all__ = [
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_EXCERPT_BYTES = 600
+#: The names of sessionlog's own model tools. Their calls and results are not history worth finding
+#: (D8): a search leaves them out unless ``kinds`` is given; see ``SessionQueryRequest.exclude_tools``.
+SELF_TOOL_NAMES: tuple[str, ...] = (
+    "session_query",
+    "workspace_query",
+    "session_search",
+    "session_event_search",
+    "session_event_read",
+    "session_trace",
+    "session_event_trace",
+)
 #: An entry kind: one to four ``/``-separated parts of lowercase letters, digits, ``_.-``.
 KIND_RE: Final = re.compile(r"[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}")
-_FIELDS: Final = frozenset({"session_id", "query", "kinds", "limit", "excerpt_bytes", "cursor"})
+_FIELDS: Final = frozenset(
+    {"session_id", "query", "kinds", "limit", "excerpt_bytes", "cursor", "exclude_tools"}
+)
 
 
 def _is_int(value: object) -> bool:
@@ -39,8 +53,9 @@ def check_request_fields(data: Mapping[str, Any]) -> None:
     """Strict types of a request's fields, each failure with its code: ``session_id`` text
     (INVALID_SCOPE), ``query`` text (INVALID_QUERY), ``kinds`` a list or tuple of kinds that match
     :data:`KIND_RE` in full (INVALID_FILTER), ``limit`` and ``excerpt_bytes`` integers, never
-    booleans, floats or numeric text (INVALID_LIMIT), ``cursor`` text (INVALID_CURSOR), no other
-    field (INVALID_QUERY). Ranges are checked by :func:`~sessionlog.query.plan.plan_request`."""
+    booleans, floats or numeric text (INVALID_LIMIT), ``cursor`` text (INVALID_CURSOR),
+    ``exclude_tools`` a list or tuple of names (INVALID_FILTER), no other field (INVALID_QUERY).
+    Ranges are checked by :func:`~sessionlog.query.plan.plan_request`."""
     unknown = sorted(str(key) for key in data if key not in _FIELDS)
     if unknown:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", f"unknown request field {unknown[0]!r}")
@@ -66,6 +81,9 @@ def check_request_fields(data: Mapping[str, Any]) -> None:
     cursor = data.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor must be text or None")
+    exclude_tools = data.get("exclude_tools", ())
+    if not isinstance(exclude_tools, list | tuple) or not all(isinstance(n, str) for n in exclude_tools):
+        raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "exclude_tools must be a list of tool names")
 
 
 class _Frozen(BaseModel):
@@ -85,6 +103,9 @@ class SessionQueryRequest(_Frozen):
     limit: int | None = None
     excerpt_bytes: int = DEFAULT_EXCERPT_BYTES
     cursor: str | None = None
+    #: Tool names whose calls and results a default-kinds search leaves out (the searching tools' own
+    #: calls, whatever the operator named them). At most 32 names of at most 512 characters.
+    exclude_tools: tuple[str, ...] = SELF_TOOL_NAMES
 
     @model_validator(mode="before")
     @classmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan
+from sessionlog.query.builder import QueryPlan
 from sessionlog.query.contract import SessionMatch
 from sessionlog.query.excerpt import excerpt
 from sessionlog.query.scope import Scope
@@ -108,7 +108,7 @@ def live_matches(
                 break
             if record.type not in plan.kinds or not (record.text or "").strip():
                 continue
-            if plan.default_kinds and record.tool_name == SEARCH_TOOL_NAME:
+            if plan.default_kinds and record.tool_name in plan.exclude_tools:
                 continue
             records.append(record)
     out = []

@@ -35,6 +35,8 @@ MAX_QUERY_WORDS: Final = 32
 MAX_WORD_CHARS: Final = 64
 MAX_EXCERPT_BYTES: Final = 64 * 1024
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_MAX_EXCLUDED_TOOLS: Final = 32
+_MAX_TOOL_NAME: Final = 512
 
 
 def plan_request(
@@ -65,6 +67,14 @@ def plan_request(
     for kind in request.kinds:
         if not KIND_RE.fullmatch(kind):
             raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f"unknown kind {kind!r}")
+    exclude_tools = request.exclude_tools
+    if len(exclude_tools) > _MAX_EXCLUDED_TOOLS or not all(
+        isinstance(name, str) and 0 < len(name) <= _MAX_TOOL_NAME for name in exclude_tools
+    ):
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_FILTER",
+            f"exclude_tools takes at most {_MAX_EXCLUDED_TOOLS} names of 1 to {_MAX_TOOL_NAME} characters",
+        )
     raw_words: dict[str, str] = {}
     for found in WORD_RE.finditer(query):
         raw = found.group().lower()[:MAX_WORD_CHARS]
@@ -85,6 +95,7 @@ def plan_request(
         phrase=" ".join(raw_words.values()),
         default_kinds=not request.kinds,
         limit=limit,
+        exclude_tools=tuple(dict.fromkeys(exclude_tools)),
     )
     return plan, session_id
 

@@ -145,7 +145,13 @@ class ProviderCore:
         plan, session_id = self._plan(request)
         budget = excerpt_budget(request)
         fingerprint = request_fingerprint(
-            self.scope.fingerprint(), session_id, plan.words, plan.kinds, plan.limit, budget
+            self.scope.fingerprint(),
+            session_id,
+            plan.words,
+            plan.kinds,
+            plan.limit,
+            budget,
+            plan.exclude_tools,
         )
         seen: list[str] = []
         partial = False

@@ -39,7 +39,7 @@ from typing import Any, Final, Unpack
 import orjson
 from rapidfuzz.distance import OSA
 
-from sessionlog.query.builder import SEARCH_TOOL_NAME, QueryPlan
+from sessionlog.query.builder import QueryPlan
 from sessionlog.query.config import check_int, check_scope
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
@@ -267,10 +267,11 @@ class SQLiteEngine:
         marks = ",".join("?" * len(plan.kinds))
         sql = f"e.type IN ({marks}) AND e.has_text = 1"
         params: list[Any] = list(plan.kinds)
-        if plan.default_kinds:
-            # The search tool's own calls and results are not history worth finding (D8).
-            sql += " AND e.tool_name IS NOT ?"
-            params.append(SEARCH_TOOL_NAME)
+        if plan.default_kinds and plan.exclude_tools:
+            # The search tools' own calls and results are not history worth finding (D8).
+            names = ",".join("?" * len(plan.exclude_tools))
+            sql += f" AND (e.tool_name IS NULL OR e.tool_name NOT IN ({names}))"
+            params.extend(plan.exclude_tools)
         return sql, params
 
     def _count(
