@@ -3,7 +3,8 @@
 # single-node OpenSearch on 127.0.0.1, both built from Maven Central artifacts (no Docker).
 #
 #   stack.sh fetch                       download artifacts into the cache (no-op when cached)
-#   stack.sh up [--fresh]                fetch if needed, start what is not running, wait for ready
+#   stack.sh up [--fresh] [--secure]     fetch if needed, start what is not running, wait for ready
+#                                        (--secure: TLS, SASL/SCRAM, ACLs, security plugin; secure.sh)
 #   stack.sh down                        stop exactly the pids recorded by up (TERM, 30 s, KILL)
 #   stack.sh status                      state of each server; exit 0 only when both answer
 #   stack.sh start-kafka | stop-kafka    one server only; data is kept (for fault tests)
@@ -15,10 +16,22 @@ set +m            # no job control: background servers must not become process-g
 umask 022
 export LC_ALL=C
 
+# ----------------------------------------------------------------------------- secured mode
+# `up --secure`, or any command on a stack dir that an earlier `up --secure` made (secure.sh)
+SECURE=0
+for _arg in "$@"; do [[ $_arg == --secure ]] && SECURE=1; done
+[[ -f ${SESSIONLOG_STACK_DIR:-/var/tmp/sessionlog-stack}/secure/MODE ]] && SECURE=1
+
 # ----------------------------------------------------------------------------- versions
 readonly KAFKA_VERSION=4.3.1
 readonly LOG4J_VERSION=2.25.4          # what kafka-server 4.3.1's own pom declares
-readonly OPENSEARCH_VERSION=2.19.6
+if ((SECURE)); then
+    # the security plugin must match exactly; Maven Central serves opensearch-security 2.19.4.0
+    # but no 2.19.5.0 / 2.19.6.0, so the secured stack pins OpenSearch 2.19.4
+    readonly OPENSEARCH_VERSION=2.19.4
+else
+    readonly OPENSEARCH_VERSION=2.19.6
+fi
 readonly ANALYSIS_COMMON_CLASS=org.opensearch.analysis.common.CommonAnalysisPlugin
 readonly DEP_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 readonly OS_USER=sessionlog-os
@@ -65,11 +78,19 @@ O_CLUSTER=sessionlog-local
 O_LOG=$O_LOGS/$O_CLUSTER.log
 O_PIDFILE=$RUN_DIR/opensearch.pid
 O_URL=http://127.0.0.1:$OS_PORT
+CURL_TLS=()   # secured mode: CA + admin client certificate
 
 # A recorded pid only counts as "ours" when its command line contains this marker (guards
 # against pid reuse). Both strings contain the stack dir, so two stacks never mix up.
 K_MARKER=$K_CONF/server.properties
 O_MARKER=$O_HOME/
+
+if ((SECURE)); then
+    # shellcheck source=deploy/local/secure.sh
+    source "$HERE/secure.sh"
+    O_URL=https://127.0.0.1:$OS_PORT
+    CURL_TLS=(--cacert "$SEC_TLS/ca.pem" --cert "$SEC_TLS/admin.pem" --key "$SEC_TLS/admin.key")
+fi
 
 # ----------------------------------------------------------------------------- helpers
 say() { printf '[stack] %s\n' "$*"; }
@@ -189,6 +210,8 @@ fetch_artifact() {
 fetch_opensearch() {
     fetch_artifact "org.opensearch.distribution.integ-test-zip:opensearch:$OPENSEARCH_VERSION:zip" "$OS_ZIP"
     fetch_artifact "org.opensearch.plugin:analysis-common:$OPENSEARCH_VERSION:jar" "$AC_JAR"
+    ((SECURE)) && fetch_artifact "org.opensearch.plugin:opensearch-security:$SECURITY_PLUGIN_VERSION:zip" "$SEC_PLUGIN_ZIP"
+    return 0
 }
 
 # fetch_all [kafka] [opensearch]
@@ -197,6 +220,7 @@ fetch_all() {
     ((${#what[@]})) || what=(kafka opensearch)
     [[ " ${what[*]} " == *" kafka "* && ! -f $KAFKA_CACHE/.complete ]] && need=1
     [[ " ${what[*]} " == *" opensearch "* && ( ! -s $OS_ZIP || ! -s $AC_JAR ) ]] && need=1
+    ((SECURE)) && [[ " ${what[*]} " == *" opensearch "* && ! -s $SEC_PLUGIN_ZIP ]] && need=1
     if ((need == 0)); then
         say "fetch: artifacts already cached in $CACHE_DIR (0.0s, maven not called)"
         return 0
@@ -214,6 +238,7 @@ fetch_all() {
 
 # ----------------------------------------------------------------------------- kafka
 write_kafka_config() {
+    if ((SECURE)); then sec_write_kafka_config; return 0; fi
     mkdir -p "$K_CONF" "$K_DATA" "$K_LOGS"
     cat >"$K_CONF/server.properties" <<EOF
 # written by deploy/local/stack.sh on every start - edit the script, not this file
@@ -264,12 +289,18 @@ format_kafka() {
         [[ $cid != -* ]] && break
     done
     say "kafka: formatting new data dir $K_DATA (cluster id $cid)"
+    local tool=(kafka.tools.StorageTool format -t "$cid" -c "$K_CONF/server.properties" --ignore-formatted)
+    if ((SECURE)); then   # SCRAM users: main class and arguments from a 0600 @argfile
+        sec_format_argfile "$K_DIR/.format.args" "${tool[@]}"
+        tool=("@$K_DIR/.format.args")
+    fi
     if ! "$JAVA_BIN" -Xmx256m -Dlog4j2.configurationFile="$K_CONF/log4j2.properties" -cp "$KAFKA_LIB/*" \
-        kafka.tools.StorageTool format -t "$cid" -c "$K_CONF/server.properties" --ignore-formatted \
-        >"$K_LOGS/format.log" 2>&1; then
+        "${tool[@]}" >"$K_LOGS/format.log" 2>&1; then
+        rm -f "$K_DIR/.format.args"
         cat "$K_LOGS/format.log" >&2
         die "kafka storage format failed"
     fi
+    rm -f "$K_DIR/.format.args"
     printf '%s\n' "$cid" >"$K_DIR/cluster.id"
     say "kafka: formatted in $(since "$t0")s"
 }
@@ -294,6 +325,7 @@ launch_kafka() {
 
 kafka_answers() {   # protocol-level: a Metadata response that lists our broker
     port_open "$KAFKA_PORT" || return 1   # fast path while the listener is not bound yet
+    if ((SECURE)); then sec_kafka_answers; return; fi
     kcat -L -b "127.0.0.1:$KAFKA_PORT" -m 5 2>/dev/null | contains "broker 1 at 127.0.0.1:$KAFKA_PORT"
 }
 
@@ -365,6 +397,7 @@ path.logs: $O_LOGS
 cluster.routing.allocation.disk.threshold_enabled: false
 action.auto_create_index: true
 EOF
+    ((SECURE)) && sec_write_opensearch_config
     if ((EUID == 0)); then
         chown "$OS_USER:$OS_USER" "$O_DIR"
         find "$O_DIR" \! -user "$OS_USER" -exec chown -h "$OS_USER:$OS_USER" {} +
@@ -383,6 +416,7 @@ EOF
 
 launch_opensearch() {
     install_opensearch_home
+    ((SECURE)) && sec_install_plugin
     write_opensearch_config
     {
         printf '\n===== %s stack.sh: starting OpenSearch %s on %s =====\n' "$(date -Is)" "$OPENSEARCH_VERSION" "$O_URL"
@@ -404,15 +438,15 @@ launch_opensearch() {
 }
 
 opensearch_answers() {
-    curl -fsS -o /dev/null --max-time 5 "$O_URL/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null
+    curl -fsS -o /dev/null --max-time 5 "${CURL_TLS[@]}" "$O_URL/_cluster/health?wait_for_status=yellow&timeout=2s" 2>/dev/null
 }
 
 opensearch_verify() {   # after the first ready: right version, analysis-common loaded
     local info mods
-    info=$(curl -fsS --max-time 10 "$O_URL/") || die "GET $O_URL/ failed"
+    info=$(curl -fsS --max-time 10 "${CURL_TLS[@]}" "$O_URL/") || die "GET $O_URL/ failed"
     grep -q "\"number\" *: *\"$OPENSEARCH_VERSION\"" <<<"$info" ||
         die "server on $O_URL is not OpenSearch $OPENSEARCH_VERSION: $info"
-    mods=$(curl -fsS --max-time 10 "$O_URL/_nodes/plugins?filter_path=nodes.*.modules.name") ||
+    mods=$(curl -fsS --max-time 10 "${CURL_TLS[@]}" "$O_URL/_nodes/plugins?filter_path=nodes.*.modules.name") ||
         die "GET _nodes/plugins failed"
     grep -q '"analysis-common"' <<<"$mods" || die "analysis-common module not loaded: $mods"
 }
@@ -550,7 +584,7 @@ status_extra() {
     kafka) printf ' (Kafka %s, cluster id %s)' "$KAFKA_VERSION" "$(cat "$K_DIR/cluster.id" 2>/dev/null || echo '?')" ;;
     opensearch)
         local h
-        h=$(curl -fsS --max-time 5 "$O_URL/_cluster/health" 2>/dev/null | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
+        h=$(curl -fsS --max-time 5 "${CURL_TLS[@]}" "$O_URL/_cluster/health" 2>/dev/null | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
         printf ' (OpenSearch %s, health %s)' "$OPENSEARCH_VERSION" "${h:-?}"
         ;;
     esac
@@ -565,6 +599,7 @@ print_locations() {
 wipe_data() {
     say "fresh start: wiping Kafka and OpenSearch data and logs under $STACK_DIR"
     rm -rf "$K_DATA" "$K_LOGS" "$K_DIR/cluster.id" "$O_DATA" "$O_LOGS" "$O_TMP"
+    if ((SECURE)); then rm -rf "$SEC_DIR"; fi
 }
 
 # ----------------------------------------------------------------------------- commands
@@ -572,6 +607,7 @@ prepare_start() {   # $@ = components to be started
     check_java
     local tools=(kcat=kcat curl=curl unzip=unzip flock=util-linux)
     ensure_tools "${tools[@]}"
+    ((SECURE)) && sec_prepare
     [[ " $* " == *" opensearch "* ]] && ((EUID == 0)) && { command -v setpriv >/dev/null || die "setpriv missing (util-linux)"; ensure_os_user; }
     return 0
 }
@@ -581,11 +617,22 @@ cmd_up() {
     for arg in "$@"; do
         case $arg in
         --fresh) FRESH=1 ;;
+        --secure) ;;   # read at the top (SECURE)
         *) die "up: unknown option $arg" ;;
         esac
     done
     take_lock
+    if ((SECURE)) && [[ $FRESH != 1 && ! -f $SEC_DIR/MODE && -f $K_DATA/meta.properties ]]; then
+        die "$STACK_DIR holds a plain stack: use 'up --fresh --secure' or another SESSIONLOG_STACK_DIR"
+    fi
+    if ((SECURE)) && [[ $FRESH == 1 ]]; then   # stop before prepare_start: it may make a new CA
+        stop_comp opensearch
+        stop_comp kafka
+        wipe_data
+        FRESH=0
+    fi
     prepare_start kafka opensearch
+    ((SECURE)) && printf 'secure opensearch=%s security=%s\n' "$OPENSEARCH_VERSION" "$SECURITY_PLUGIN_VERSION" >"$SEC_DIR/MODE"
     local tf=$EPOCHREALTIME
     fetch_all kafka opensearch
     local fetch_s
@@ -598,6 +645,7 @@ cmd_up() {
     if recorded_pid "$K_PIDFILE" "$K_MARKER" >/dev/null && recorded_pid "$O_PIDFILE" "$O_MARKER" >/dev/null &&
         kafka_answers && opensearch_answers; then
         say "stack is already up (nothing to do)"
+        ((SECURE)) && sec_provision
         status_comp kafka || true
         status_comp opensearch || true
         print_locations
@@ -606,6 +654,7 @@ cmd_up() {
     start_comp kafka
     start_comp opensearch
     wait_ready kafka opensearch
+    ((SECURE)) && sec_provision
     say "stack is UP in $(since "$t0")s total (fetch ${fetch_s}s)"
     say "Kafka bootstrap: 127.0.0.1:$KAFKA_PORT   OpenSearch: $O_URL"
     print_locations

@@ -13,6 +13,8 @@ import pytest
 from test_query_driver_errors import OPENSEARCH_ERRORS
 
 from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.os_security import security_failure
+from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
 from sessionlog.query.aio import (
@@ -83,7 +85,10 @@ def test_async_opensearch_engine_translates_every_driver_error(
         async with AsyncOpenSearchProvider(Scope.workspace("w"), async_client=client) as provider:  # type: ignore[arg-type]
             with pytest.raises(SessionQueryError) as err:
                 await provider.asearch(SessionQueryRequest(query=query))
-            assert err.value.code == "SESSION_QUERY_INDEX_FAILED"
+            assert err.value.code in ("SESSION_QUERY_INDEX_FAILED", "SESSION_QUERY_INVALID_CONFIG")
+            assert (err.value.code == "SESSION_QUERY_INVALID_CONFIG") == (
+                security_failure(error, OpenSearchSettings()) is not None
+            )
         assert client.closed
 
     asyncio.run(run())

@@ -34,6 +34,8 @@ QUERY_MAY_IMPORT_FROM_INDEXER = frozenset(
         "sessionlog.indexer.textfold",
         "sessionlog.indexer.fold",
         "sessionlog.indexer.settings",
+        # the OpenSearch security failures as one line (401/403/TLS), shared by both adapters
+        "sessionlog.indexer.os_security",
     }
 )
 

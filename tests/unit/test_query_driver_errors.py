@@ -15,6 +15,8 @@ import pytest
 import urllib3.exceptions
 from opensearchpy import exceptions as osx
 
+from sessionlog.indexer.os_security import security_failure
+from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.errors import IngestError, LogUnavailable
 from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
 from sessionlog.query.opensearch_provider import OpenSearchProvider
@@ -99,8 +101,13 @@ def _typed(call: Callable[[], object], code: str) -> SessionQueryError:
     with pytest.raises(SessionQueryError) as err:
         call()
     assert err.value.code == code, err.value
-    assert err.value.retriable
+    assert err.value.retriable == (code != "SESSION_QUERY_INVALID_CONFIG")
     return err.value
+
+
+def _expected(error: Exception, code: str) -> str:
+    """TLS, login and permission failures are the configuration's (one clear line), not outages."""
+    return "SESSION_QUERY_INVALID_CONFIG" if security_failure(error, OpenSearchSettings()) else code
 
 
 # -- OpenSearch ------------------------------------------------------------------------------------
@@ -121,7 +128,8 @@ def test_opensearch_engine_translates_every_driver_error(
         hosts="https://admin:secret@os.example:9200",
         client=client,  # type: ignore[arg-type]
     )
-    typed = _typed(lambda: provider.search(SessionQueryRequest(query=query)), "SESSION_QUERY_INDEX_FAILED")
+    code = _expected(error, "SESSION_QUERY_INDEX_FAILED")
+    typed = _typed(lambda: provider.search(SessionQueryRequest(query=query)), code)
     assert "secret" not in typed.message
 
 
@@ -139,7 +147,7 @@ def test_opensearch_engine_types_a_malformed_response() -> None:
 def test_opensearch_reader_translates_every_driver_error(error: Exception, method: str) -> None:
     client = FakeOpenSearch(error, {"msearch", "search"})
     reader = SessionReader(Scope.workspace("w"), client=client, cache=False)  # type: ignore[arg-type]
-    _typed(lambda: READS[method](reader), "SESSION_QUERY_PERSISTENCE_FAILED")
+    _typed(lambda: READS[method](reader), _expected(error, "SESSION_QUERY_PERSISTENCE_FAILED"))
 
 
 # -- SQLite ----------------------------------------------------------------------------------------

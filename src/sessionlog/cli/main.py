@@ -79,11 +79,16 @@ def _errors() -> Iterator[None]:
 
 # -- local stack ----------------------------------------------------------------------------------
 @app.command()
-def up(fresh: Annotated[bool, typer.Option(help="Wipe data before starting.")] = False) -> None:
+def up(
+    fresh: Annotated[bool, typer.Option(help="Wipe data before starting.")] = False,
+    secure: Annotated[
+        bool, typer.Option(help="TLS, SASL/SCRAM + ACLs, security plugin (docs/security.md).")
+    ] = False,
+) -> None:
     """Start the local Kafka and OpenSearch (fetched from Maven Central on first use)."""
     from sessionlog.cli.stack import run_stack
 
-    raise typer.Exit(run_stack("up", *(["--fresh"] if fresh else [])))
+    raise typer.Exit(run_stack("up", *(["--fresh"] if fresh else []), *(["--secure"] if secure else [])))
 
 
 @app.command()

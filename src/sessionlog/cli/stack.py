@@ -61,5 +61,7 @@ def run_stack(command: str, *args: str) -> int:
         return 127
     sys.stdout.flush()
     sys.stderr.flush()
-    completed = subprocess.run(["bash", str(script), command, *args], check=False)
+    # the secured stack provisions its principals with this interpreter (kafka-python is here)
+    env = {**os.environ, "SESSIONLOG_PYTHON": os.environ.get("SESSIONLOG_PYTHON", sys.executable)}
+    completed = subprocess.run(["bash", str(script), command, *args], check=False, env=env)
     return completed.returncode

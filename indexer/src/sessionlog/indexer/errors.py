@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["IndexerError", "SourceUnavailable", "ViewUnavailable"]
+__all__ = ["IndexerError", "SourceAccessDenied", "SourceUnavailable", "ViewAccessDenied", "ViewUnavailable"]
 
 
 class IndexerError(Exception):
@@ -21,3 +21,13 @@ class SourceUnavailable(IndexerError):
     """Kafka is unreachable."""
 
     retriable = True
+
+
+class ViewAccessDenied(IndexerError):
+    """OpenSearch refused this client (TLS trust, login, or a missing permission, named in the
+    message). Not retriable: fix the configuration."""
+
+
+class SourceAccessDenied(IndexerError):
+    """Kafka refused this worker (TLS trust, SASL login or a missing ACL, named in the message).
+    Not retriable: fix the configuration."""

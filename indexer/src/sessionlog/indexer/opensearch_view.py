@@ -25,6 +25,7 @@ from sessionlog.indexer.document import (
 )
 from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
+from sessionlog.indexer.os_security import deny
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
@@ -125,7 +126,11 @@ class OpenSearchView:
                 body["aliases"] = {self.sessions: {}}
                 self._create_index(f"{self.sessions}-v1", body)
         except (OSConnectionError, ConnectionTimeout) as err:
+            deny(err, self.settings)
             raise ViewUnavailable(f"OpenSearch unreachable at {self.settings.url}: {err}") from err
+        except TransportError as err:
+            deny(err, self.settings)
+            raise
 
     def _create_index(self, name: str, body: dict[str, Any]) -> None:
         try:
@@ -261,8 +266,10 @@ class OpenSearchView:
         try:
             results = self._bulk_once([a for _, a in pending])
         except (OSConnectionError, ConnectionTimeout) as err:
+            deny(err, self.settings)
             raise _RetryItems(f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}") from err
         except TransportError as err:
+            deny(err, self.settings)
             status = err.status_code if isinstance(err.status_code, int) else 500
             if not is_retriable_status(status):
                 raise ViewUnavailable(f"bulk request rejected ({status}): {err.error}") from err

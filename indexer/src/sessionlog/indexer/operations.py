@@ -9,9 +9,12 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
+from opensearchpy.exceptions import OpenSearchException
 
 from sessionlog.indexer.deadletter import decode_envelope
+from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.opensearch_view import OpenSearchView
+from sessionlog.indexer.os_security import deny
 from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
 from sessionlog.indexer.worker import IndexerWorker, WorkerStats
 from sessionlog.ingest.settings import KafkaSettings
@@ -151,5 +154,8 @@ def forget_session(opensearch: OpenSearchSettings, session_id: str) -> int:
     view = OpenSearchView(opensearch)
     try:
         return view.forget_session(session_id)
+    except OpenSearchException as err:
+        deny(err, opensearch)  # a principal without delete rights says so in one line
+        raise ViewUnavailable(f"forget failed at {opensearch.url}: {type(err).__name__}: {err}") from None
     finally:
         view.close()

@@ -20,12 +20,13 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import KafkaError
+from kafka.errors import AuthorizationError, KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from sessionlog.indexer.batch import BatchProcessor
 from sessionlog.indexer.deadletter import DeadLetter, encode_envelope
 from sessionlog.indexer.errors import SourceUnavailable, ViewUnavailable
+from sessionlog.indexer.kafka_access import source_error
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
 from sessionlog.indexer.opensearch_view import OpenSearchView
 from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
@@ -136,7 +137,7 @@ class IndexerWorker:
                 max_request_size=2 * MAX_RECORD_BYTES + 1024 * 1024,
             )
         except KafkaError as err:
-            raise SourceUnavailable(f"cannot reach Kafka at {self.kafka.bootstrap_servers}: {err}") from err
+            raise source_error(self.kafka, err, "start the indexer's consumer and producer") from None
         self._consumer = consumer
         return consumer
 
@@ -161,9 +162,12 @@ class IndexerWorker:
         started = time.monotonic()
         while not stop.is_set():
             self.metrics.beat()
-            polled = consumer.poll(
-                timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.batch_max
-            )
+            try:
+                polled = consumer.poll(
+                    timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.batch_max
+                )
+            except AuthorizationError as err:
+                raise source_error(self.kafka, err, f"consume {self.kafka.topic} in its group") from None
             records = [r for batch in polled.values() for r in batch]
             if records:
                 if not self._handle(consumer, records, stop):
@@ -284,8 +288,11 @@ class IndexerWorker:
         topic = dlq_topic(self.kafka.topic)
         futures = [self._dlq.send(topic, key=letter.key, value=encode_envelope(letter)) for letter in letters]
         self._dlq.flush(timeout=60)
-        for future in futures:
-            future.get(timeout=60)  # raises if a dead letter was not acknowledged: nothing is lost
+        try:
+            for future in futures:
+                future.get(timeout=60)  # raises if a dead letter was not acknowledged: nothing is lost
+        except AuthorizationError as err:
+            raise source_error(self.kafka, err, f"produce to {topic}") from None
         for letter in letters:
             self.stats.dead_lettered += 1
             self.stats.reasons[letter.error_class] += 1

@@ -6,6 +6,7 @@ __all__ = [
     "AppenderClosed",
     "BufferFull",
     "IngestError",
+    "LogAccessDenied",
     "LogCorrupt",
     "LogFull",
     "LogInaccessible",
@@ -102,3 +103,8 @@ class SequenceError(RecordRejected):
 
     def __init__(self, reason: str) -> None:
         super().__init__("seq", reason)
+
+
+class LogAccessDenied(LogRefused):
+    """The broker refused this client: TLS trust, SASL login or a missing ACL (the message names
+    the server, the principal and what it may not do). Not retriable: fix the configuration."""

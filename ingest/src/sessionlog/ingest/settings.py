@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +20,41 @@ def default_spool_dir() -> Path:
     """``$XDG_STATE_HOME/sessionlog/spool`` (``~/.local/state/sessionlog/spool`` when unset)."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "sessionlog" / "spool"
+
+
+_MASK = "**********"
+#: kafka-python loggers that print a client's whole configuration (password included) at DEBUG.
+_CONFIG_LOGGERS = ("kafka.admin.client", "kafka.producer.kafka", "kafka.consumer.group")
+
+
+def _masked(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {
+            k: (_MASK if v is not None and ("password" in str(k) or "token" in str(k)) else v)
+            for k, v in value.items()
+        }
+    return value
+
+
+class _RedactClientConfig(logging.Filter):
+    """Masks password/token entries of a configuration dict logged by kafka-python."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, Mapping):
+            record.args = _masked(record.args)  # type: ignore[assignment]
+        elif isinstance(record.args, tuple):
+            record.args = tuple(_masked(arg) for arg in record.args)
+        return True
+
+
+_REDACTOR = _RedactClientConfig()
+
+
+def _install_redactor() -> None:
+    for name in _CONFIG_LOGGERS:
+        logger = logging.getLogger(name)
+        if _REDACTOR not in logger.filters:
+            logger.addFilter(_REDACTOR)
 
 
 class KafkaSettings(BaseSettings):
@@ -77,6 +114,7 @@ class KafkaSettings(BaseSettings):
         if self.ssl_keyfile:
             config["ssl_keyfile"] = str(self.ssl_keyfile)
         if self.sasl_mechanism:
+            _install_redactor()  # the dict below holds the password: keep it out of DEBUG logs
             config["sasl_mechanism"] = self.sasl_mechanism
             config["sasl_plain_username"] = self.sasl_username
             config["sasl_plain_password"] = (

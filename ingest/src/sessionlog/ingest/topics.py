@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 
 from kafka import KafkaAdminClient
-from kafka.errors import KafkaError, TopicAlreadyExistsError
+from kafka.errors import AuthorizationError, KafkaError, TopicAlreadyExistsError
 
+from sessionlog.ingest.errors import LogAccessDenied
 from sessionlog.ingest.kafka_errors import translate_kafka_error
+from sessionlog.ingest.kafka_security import translate
 from sessionlog.ingest.settings import KafkaSettings
 from sessionlog.ingest.wire import MAX_RECORD_BYTES
 
@@ -24,7 +26,9 @@ def ensure_topics(settings: KafkaSettings) -> None:
     Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization, invalid topic)."""
     try:
         admin = KafkaAdminClient(**settings.client_config())
-    except (KafkaError, OSError) as err:
+    except KafkaError as err:
+        raise translate(settings, err, "connect") from None
+    except OSError as err:
         raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
     try:
         existing = set(admin.list_topics())
@@ -45,9 +49,23 @@ def ensure_topics(settings: KafkaSettings) -> None:
             if name not in existing
         }
         if missing:
-            with contextlib.suppress(TopicAlreadyExistsError):
-                admin.create_topics(missing, wait_for_metadata=True)
-    except (KafkaError, OSError) as err:
+            try:
+                with contextlib.suppress(TopicAlreadyExistsError):
+                    admin.create_topics(missing, wait_for_metadata=True)
+            except AuthorizationError as err:
+                # least privilege: components may not create topics; they exist if the operator
+                # made them (a principal sees only the topics it has an ACL on)
+                if settings.topic not in existing:
+                    raise LogAccessDenied(
+                        f"Kafka {settings.bootstrap_servers}: topic {settings.topic} is missing or not "
+                        f"visible to principal {settings.sasl_username!r}, which may not create it "
+                        f"({type(err).__name__})"
+                    ) from None
+    except LogAccessDenied:
+        raise
+    except KafkaError as err:
+        raise translate(settings, err, "create topics") from None
+    except OSError as err:
         raise translate_kafka_error(err, f"cannot create topics on {settings.bootstrap_servers}") from err
     finally:
         with contextlib.suppress(KafkaError, OSError):

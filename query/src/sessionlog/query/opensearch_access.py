@@ -140,10 +140,28 @@ class OpenSearchAccess:
         A timeout names the server; only an aborted signal wins over the driver's error."""
         if deadline.signal is not None and deadline.signal.aborted:
             return deadline.error()
+        from sessionlog.indexer.os_security import security_failure
+
+        line = security_failure(err, self.settings)  # TLS, login, permission: fix the configuration
+        if line is not None:
+            return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", self._redacted(line))
         typed = translate_opensearch_error(err, self.code, self.settings.url)
         if typed is None:
             return deadline.error() if deadline.stopped() else err
         return typed
+
+    def _redacted(self, line: str) -> str:
+        return line.replace(self.settings.url, redact_url(self.settings.url))
+
+    def item_error(self, error: object, what: str) -> SessionQueryError:
+        """The typed error of one failed ``_msearch`` item (a missing permission: INVALID_CONFIG)."""
+        from sessionlog.indexer.os_security import item_failure
+
+        line = item_failure(error, self.settings)
+        if line is not None:
+            return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", self._redacted(line))
+        reason = error.get("type") or error.get("reason") or error if isinstance(error, dict) else error
+        return SessionQueryError(self.code, f"OpenSearch {what} failed: {reason}")
 
     def parse(self, what: str, parse: Callable[[], _T]) -> _T:
         """``parse()`` of a response; a response without the expected shape is a typed error."""

@@ -95,9 +95,7 @@ class OpenSearchEngine:
                 watermarks[int(hit["_source"]["partition"])] = int(hit["_source"]["offset"])
         for one in responses:
             if "error" in one:
-                raise SessionQueryError(
-                    self.access.code, f"OpenSearch search failed: {_reason(one['error'])}"
-                )
+                raise self.access.item_error(one["error"], "search")
         first = responses[0]
         total = int(first["hits"]["total"]["value"])
         exists = total > 0 or (existence and int(responses[2]["hits"]["total"]["value"]) > 0)
@@ -142,12 +140,6 @@ class OpenSearchEngine:
             score=score if math.isfinite(score) else 0.0,  # NaN when sorting without scores
             hints=hints,
         )
-
-
-def _reason(error: Any) -> str:
-    if isinstance(error, dict):
-        return str(error.get("type") or error.get("reason") or error)
-    return str(error)
 
 
 class OpenSearchProvider(SearchProvider):

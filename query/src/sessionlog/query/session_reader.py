@@ -204,10 +204,7 @@ class SessionReader(ReaderBase):
         responses: list[dict[str, Any]] = self._call("msearch", body=lines)["responses"]
         for response in responses:
             if "error" in response:
-                error = response["error"]
-                reason = error.get("type", error) if isinstance(error, dict) else error
-                message = f"projection read failed: {reason}"
-                raise SessionQueryError("SESSION_QUERY_PERSISTENCE_FAILED", message)
+                raise self.access.item_error(response["error"], "projection read")
         return responses
 
     def _pages(
