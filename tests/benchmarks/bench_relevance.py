@@ -45,6 +45,7 @@ ALL_SYSTEMS = ("sessionlog", "embedded", "pg_trgm", "fts5", "ilike")
 GROUPS = {
     "typo1": [v for v in VARIANTS if v.startswith("typo1_")],
     "typo (all)": [v for v in VARIANTS if v.startswith("typo")],
+    "identifier / prefix": ["id_substring", "id_prefix", "version_prefix", "word_prefix"],
     "accents": ["accents_stripped", "accents_added"],
 }
 

@@ -13,7 +13,8 @@ Mapping
     * after a user group, with probability ``tool_rate``, the agent makes 1–3 tool calls: a
       ``tool/call`` event (role ``assistant``, the arguments as JSON text) followed by its
       ``tool/result`` (role ``tool``, ``surface`` append). Results are real text from the machine
-      (Debian changelog stanzas, Python stdlib source chunks, ``grep`` lines; see
+      (Debian changelog stanzas, Python stdlib source chunks, ``grep`` lines, Chinese, Japanese and
+      Korean messages from the Debian packages' translation catalogs; see
       :mod:`tests.benchmarks.realtext`) or synthetic ``run_sql`` / ``crm_lookup`` outputs that carry
       ``acct_9931``-like ids, order ids, amounts, versions and real accented names and places; a share
       ``stripped_rate`` of those is written accent-stripped, as typed on a US keyboard ("Nguyen",
@@ -73,7 +74,14 @@ SEARCHABLE_TYPES = frozenset({"user/message", "assistant/message", "tool/call", 
 
 _APPEND = {"op": "append"}
 _STATUSES = ["shipped", "pending", "on hold", "refunded", "delivered", "awaiting payment"]
-_TOOLS = [("read_file", 28), ("changelog", 24), ("run_sql", 20), ("crm_lookup", 16), ("grep", 12)]
+_TOOLS = [
+    ("read_file", 28),
+    ("changelog", 24),
+    ("run_sql", 20),
+    ("crm_lookup", 16),
+    ("grep", 12),
+    ("l10n", 8),
+]
 
 
 def is_searchable(record: dict[str, Any]) -> bool:
@@ -348,6 +356,7 @@ class Corpus:
             if (k != "read_file" or pool.python)
             and (k != "changelog" or pool.changelog)
             and (k != "grep" or pool.grep_lines)
+            and (k != "l10n" or pool.cjk)
         ]
         kind = rng.choices([k for k, _ in kinds], weights=[w for _, w in kinds])[0]
         if kind == "read_file":
@@ -363,6 +372,14 @@ class Corpus:
             pattern = next((w for w in hits[0][2].replace("(", " ").split() if "_" in w), hits[0][2][:12])
             text = "\n".join(f"Lib/{path}:{number}: {line}" for path, number, line in hits)
             return "grep", json.dumps({"pattern": pattern, "path": "Lib/"}), text
+        if kind == "l10n":
+            # A localised program's output: consecutive messages of one catalog.
+            start = rng.randrange(len(pool.cjk))
+            label = pool.cjk[start][0]
+            lines = [m for lab, m in pool.cjk[start : start + rng.randint(2, 6)] if lab == label]
+            locale, domain = label.split("/", 1)
+            cmd = f"LANGUAGE={locale} {domain} --help"
+            return "shell", json.dumps({"cmd": cmd}), "\n".join(lines)
         stripped = rng.random() < self.config.stripped_rate
 
         def accented(items: list[str]) -> str:

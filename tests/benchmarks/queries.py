@@ -49,6 +49,7 @@ from rapidfuzz.distance import OSA
 from tests.benchmarks.corpus import is_searchable
 from tests.benchmarks.folding import TOKEN_RE, contains_all, fold, strip_accents, tokens
 from tests.benchmarks.realtext import ACCENT_FORMS
+from tests.benchmarks.variants import EXTRA_VARIANTS, build_extra, has_cjk
 
 __all__ = ["EDIT_OPS", "SCOPES", "VARIANTS", "Doc", "Query", "QueryGenerator", "edit_word"]
 
@@ -61,6 +62,7 @@ VARIANTS = (
     "accents_added",
     "case",
     "id_substring",
+    *EXTRA_VARIANTS,
 )
 SCOPES = ("session", "workspace")
 
@@ -224,7 +226,7 @@ class QueryGenerator:
             and 0 < w.df <= self.max_df
             and not w.folded.isdigit()
             and any(c.isalpha() for c in w.folded)
-            and (not alpha or w.original.isalpha())
+            and (not alpha or (w.original.isalpha() and not has_cjk(w.original)))
         ]
         rng.shuffle(chosen)
         chosen.sort(key=lambda w: w.df)
@@ -276,7 +278,13 @@ class QueryGenerator:
                 typed[0] = mutated
         elif variant in ("accents_stripped", "accents_added"):
             if variant == "accents_stripped":
-                cands = [w for w in words if len(w.folded) >= 3 and strip_accents(w.original) != w.original]
+                cands = [
+                    w
+                    for w in words
+                    if len(w.folded) >= 3
+                    and strip_accents(w.original) != w.original
+                    and not has_cjk(w.original)
+                ]
             else:
                 cands = [
                     w
@@ -307,6 +315,8 @@ class QueryGenerator:
             note = f"{head.original}→{typed[0]}"
         elif variant == "id_substring":
             return self._substring(doc, words, scope_kind, scope_id, rng)
+        elif variant in EXTRA_VARIANTS:
+            return build_extra(self, variant, doc, scope_kind, rng)
         else:
             raise ValueError(f"unknown variant {variant!r}")
 

@@ -20,6 +20,7 @@ apart.
 
 from __future__ import annotations
 
+import gettext
 import gzip
 import hashlib
 import random
@@ -195,6 +196,7 @@ class TextPool:
     identifiers: list[str] = field(default_factory=list)  # snake_case names seen in the code
     grep_lines: list[tuple[str, int, str]] = field(default_factory=list)  # (path, line number, line)
     versions: list[str] = field(default_factory=list)  # Debian package versions seen in the changelogs
+    cjk: list[tuple[str, str]] = field(default_factory=list)  # (locale/domain, translated message)
     fingerprint: str = ""
 
     def describe(self) -> dict[str, object]:
@@ -204,6 +206,7 @@ class TextPool:
             "identifiers": len(self.identifiers),
             "grep_lines": len(self.grep_lines),
             "versions": len(self.versions),
+            "cjk_messages": len(self.cjk),
             "fingerprint": self.fingerprint,
         }
 
@@ -234,6 +237,34 @@ def _python_chunks(text: str) -> list[str]:
         if len(chunk) >= 80:
             chunks.append(chunk[:_MAX_CHUNK])
     return chunks
+
+
+#: Locales whose message catalogs (Debian packages' ``.mo`` translations) give real CJK text.
+CJK_LOCALES = ("zh_CN", "zh_TW", "ja", "ko")
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _cjk_messages(rng: random.Random, max_catalogs: int) -> list[tuple[str, str]]:
+    """Translated messages holding CJK text from the machine's message catalogs (a seeded sample)."""
+    catalogs = sorted(
+        path
+        for locale in CJK_LOCALES
+        for path in Path("/usr/share/locale", locale, "LC_MESSAGES").glob("*.mo")
+    )
+    rng.shuffle(catalogs)
+    out: list[tuple[str, str]] = []
+    for path in catalogs[:max_catalogs]:
+        try:
+            with path.open("rb") as handle:
+                catalog = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        label = f"{path.parent.parent.name}/{path.stem}"
+        for key in sorted(catalog, key=str):
+            message = catalog[key]
+            if isinstance(message, str) and 6 <= len(message) <= 400 and _CJK_CHAR.search(message):
+                out.append((label, message.strip()))
+    return out
 
 
 def build_pool(
@@ -275,6 +306,7 @@ def build_pool(
                 if rng.random() < 0.05:
                     pool.grep_lines.append((rel, number, line.strip()))
     pool.identifiers = sorted(i for i in identifiers if 6 <= len(i) <= 40)
+    pool.cjk = _cjk_messages(rng, max_catalogs=80)
 
     if not pool.changelog and not pool.python:
         raise RuntimeError("no real text found on this machine (no Debian changelogs, no stdlib sources)")
@@ -282,6 +314,8 @@ def build_pool(
     for _, text in pool.changelog:
         digest.update(text.encode())
     for _, text in pool.python:
+        digest.update(text.encode())
+    for _, text in pool.cjk:
         digest.update(text.encode())
     pool.fingerprint = digest.hexdigest()[:16]
     return pool

@@ -347,10 +347,12 @@ def test_05_tool_honours_the_providers_max_limit(loaded: Pipeline) -> None:
 
 
 def test_06_duplicate_and_punctuated_words_count_once(loaded: Pipeline) -> None:
-    messy = search(loaded, "sc06", "Doanh-thu, doanh THU!")
+    messy = search(loaded, "sc06", "Doanh, thu! doanh THU?")
     clean = search(loaded, "sc06", "doanh thu")
     assert seqs(messy) == [0]
     assert messy.matches[0].score == clean.matches[0].score
+    # Joined by "-" the words are one identifier (docs/matching.md): still found, by its parts.
+    assert seqs(search(loaded, "sc06", "Doanh-thu")) == [0]
 
 
 @pytest.mark.parametrize(
@@ -775,9 +777,10 @@ def test_58_phrase_first_within_a_session(loaded: Pipeline) -> None:
     assert set(seqs(result)[2:]) == {0, 1, 4}
 
 
-def test_58_ranking_tiers_exact_folded_fuzzy_substring(loaded: Pipeline) -> None:
+def test_58_ranking_tiers_exact_folded_prefix_fuzzy(loaded: Pipeline) -> None:
     result = search(loaded, "sc58t", "cafe")
-    assert seqs(result) == [0, 1, 2, 3], "tiers beat recency"
+    # cafe, café, then "cafeteria" (the last word as a prefix) above the typo "cafx" (issue 14).
+    assert seqs(result) == [0, 1, 3, 2], "tiers beat recency"
     scores = [m.score for m in result.matches]
     assert scores == sorted(scores, reverse=True) and len(set(scores)) == 4
 

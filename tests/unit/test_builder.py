@@ -8,6 +8,7 @@ from typing import Any, cast
 import pytest
 
 from sessionlog.indexer.document import DEFAULT_KINDS, MESSAGE_TYPES
+from sessionlog.indexer.textfold import WORD_RE, mixed_key
 from sessionlog.query.builder import (
     SEARCH_TOOL_NAME,
     QueryPlan,
@@ -32,22 +33,15 @@ LUCENE_WORDS = [
     "theta",
     "iota",
     "kappa",
-    "lambda",
-    "mu",
+    "lambda:mu",
     "nu",
     "xi",
 ]
-FORBIDDEN_QUERIES = {
-    "query_string",
-    "simple_query_string",
-    "regexp",
-    "wildcard",
-    "prefix",
-    "script",
-    "intervals",
-}
-TEXT_QUERIES = {"match", "match_phrase", "multi_match"}
+FORBIDDEN_QUERIES = {"query_string", "simple_query_string", "script"}
+TEXT_QUERIES = {"match", "match_phrase", "multi_match", "intervals"}
 TRIGRAM_FIELDS = {"text.tri", "args.tri"}
+#: Subfields whose ``term`` value is a whole query word (identifier, CJK gram).
+WORD_TERM_FIELDS = {"text.ident", "args.ident", "text.cjk", "args.cjk"}
 
 
 class FakeClient:
@@ -113,8 +107,12 @@ def keys(node: Any) -> Iterator[str]:
 def assert_text_is_data(body: dict[str, Any], words: list[str]) -> None:
     """No query-syntax query anywhere; no key that a neutral query does not produce (user text never
     becomes a field name or an option); every string that a neutral query does not produce at the same
-    place is either the ``query`` of a match-family clause holding nothing but the query's words, or
-    the value of a ``term`` on a trigram subfield holding a 3-gram of one of them (both are literal)."""
+    place is either the ``query`` of a match-family clause holding nothing but the query's words (or
+    their parts), the value of a ``term`` on a trigram subfield holding a 3-gram of one of them, a
+    whole word on the identifier or CJK subfields, or a ``prefix``/``regexp``/``wildcard``/``fuzzy``
+    value built from one word with every non-word character escaped (all literal)."""
+    parts = {part for word in words for part in WORD_RE.findall(word)}
+    allowed = set(words) | parts
     assert not FORBIDDEN_QUERIES & set(keys(body))
     assert set(keys(body)) <= STRUCTURE_KEYS, set(keys(body)) - STRUCTURE_KEYS
     for path, leaf in walk(body):
@@ -122,21 +120,47 @@ def assert_text_is_data(body: dict[str, Any], words: list[str]) -> None:
             continue
         if path[-1] == "query":
             assert TEXT_QUERIES & set(path), path
-            assert set(leaf.split()) <= set(words), leaf
+            assert set(leaf.split()) <= allowed, leaf
+        elif path[-1] == "value":
+            kind = path[-3]
+            if kind == "prefix":
+                assert leaf in allowed, leaf
+            elif kind == "wildcard":
+                assert leaf[0] == "?" and leaf[1:] in allowed and len(leaf) == 2, leaf
+            elif kind == "regexp":
+                assert any(leaf == _escaped(word) + "([^0-9].*)?" for word in allowed), leaf
+            else:
+                assert kind == "fuzzy", path
+                keyed = {mixed_key(word) for word in allowed}
+                assert tuple(leaf.split("|")) in keyed, leaf
+        elif path[-1] in WORD_TERM_FIELDS:
+            assert path[-2] == "term" and leaf in allowed, (path, leaf)
         else:
             assert path[-2] == "term" and path[-1] in TRIGRAM_FIELDS, path
             assert len(leaf) == 3 and any(leaf in word for word in words), leaf
+
+
+def _escaped(word: str) -> str:
+    return "".join(ch if ch.isalnum() else "\\" + ch for ch in word)
 
 
 def bool_of(body: dict[str, Any]) -> dict[str, Any]:
     return cast(dict[str, Any], body["query"]["bool"])
 
 
-_NEUTRAL = plan_for("qqqqq wwwww")
+_MARKERS = ("qqqqq", "wwwww", "漢", "字")
 _NEUTRAL_BODIES = [
-    search_body(_NEUTRAL, size=1),
-    search_body(_NEUTRAL, size=1, partial=True),
-    count_body(_NEUTRAL),
+    body
+    for neutral in (
+        plan_for("漢字 字 qqqqq7 wwwww.qqqqq9 qqqqq wwwww"),
+        plan_for("wwwww.qqqqq"),
+        plan_for("qqqqq7"),
+    )
+    for body in (
+        search_body(neutral, size=1),
+        search_body(neutral, size=1, partial=True),
+        count_body(neutral),
+    )
 ]
 #: What a search of two ordinary words produces by itself: the builder's own structure.
 STRUCTURE_KEYS = set(keys(_NEUTRAL_BODIES))
@@ -144,7 +168,7 @@ STRUCTURE_LEAVES = {
     (path, leaf)
     for body in _NEUTRAL_BODIES
     for path, leaf in walk(body)
-    if not ("qqqqq" in str(leaf) or "wwwww" in str(leaf))
+    if not any(marker in str(leaf) for marker in _MARKERS)
 }
 
 
@@ -194,7 +218,7 @@ def test_short_words_match_whole_tokens_only() -> None:
     assert "fuzziness" not in str(short) and ".tri" not in str(short)
     long = word_clause("rev", "rev")
     fuzzy = [leaf for path, leaf in walk(long) if path[-1] == "fuzziness"]
-    assert fuzzy and set(fuzzy) == {"AUTO"}
+    assert fuzzy == [1, 1]  # one edit for three letters, on text and args
     assert any(path[-1] in TRIGRAM_FIELDS for path, _leaf in walk(long))
 
 
@@ -206,22 +230,51 @@ def test_a_number_has_a_substring_tier_but_no_typo_tier() -> None:
     assert grams == ["931", "993"]
 
 
-def test_tiers_rank_exact_over_folded_over_fuzzy_over_substring_and_text_over_args() -> None:
-    queries = word_clause("tháng", "thang")["dis_max"]["queries"]
-    boosts = {}
+def test_tiers_rank_exact_over_folded_over_prefix_over_fuzzy_over_substring() -> None:
+    queries = word_clause("résumé", "resume", last=True)["dis_max"]["queries"]
+    boosts: dict[tuple[str, str], float] = {}
     for query in queries:
         clause = query["constant_score"]["filter"]
         if "match" in clause:
             ((field, params),) = clause["match"].items()
-            tier = "fuzzy" if "fuzziness" in params else field.split(".")[-1] if "." in field else "folded"
+            fuzzy = f"fuzzy{params['fuzziness']}" if "fuzziness" in params else ""
+            tier = fuzzy or (field.split(".")[-1] if "." in field else "folded")
+        elif "prefix" in clause:
+            ((field, _params),) = clause["prefix"].items()
+            tier = "prefix"
         else:  # every trigram of the word, as literal terms
             ((field, _gram),) = clause["bool"]["filter"][0]["term"].items()
             tier = "tri"
         boosts[(field.split(".")[0], tier)] = query["constant_score"]["boost"]
-    text = [boosts[("text", tier)] for tier in ("exact", "folded", "fuzzy", "tri")]
-    assert text == sorted(text, reverse=True) and len(set(text)) == 4
-    for tier in ("exact", "folded", "fuzzy", "tri"):
-        assert boosts[("text", tier)] > boosts[("args", tier)]
+    order = ("exact", "folded", "prefix", "fuzzy1", "fuzzy2", "tri")
+    text = [boosts[("text", tier)] for tier in order]
+    assert text == sorted(text, reverse=True) and len(set(text)) == len(order)
+    # Text over arguments is decided inside a tier (D2), not by the tiers.
+    assert all(boosts[("text", tier)] == boosts[("args", tier)] for tier in order)
+
+
+def test_only_the_last_word_may_be_a_prefix() -> None:
+    assert "prefix" in set(keys(word_clause("backst", "backst", last=True)))
+    assert "prefix" not in set(keys(word_clause("backst", "backst")))
+    assert "prefix" not in set(keys(word_clause("ba", "ba", last=True)))
+
+
+def test_a_word_with_digits_is_fuzzy_in_its_letters_only() -> None:
+    clause = word_clause("pyhton3", "pyhton3")
+    fuzzy = [leaf for path, leaf in walk(clause) if path[-2:] == ("text.mixed", "value")]
+    assert fuzzy == ["a3|pyhton", "a3|pyhton"]  # one edit, then two (six letters)
+    lengths = [leaf for path, leaf in walk(clause) if path[-2:] == ("text.mixed", "prefix_length")]
+    assert lengths == [3, 3]
+    assert "a4|ipv" in str(word_clause("ipv4", "ipv4"))  # ipv6 has the skeleton a6: never a typo
+
+
+def test_identifier_fragments_match_identifier_prefixes() -> None:
+    clause = word_clause("get_t", "get_t")
+    prefixes = [leaf for path, leaf in walk(clause) if path[-2:] == ("text.ident", "value")]
+    assert prefixes == ["get_t"]
+    version = word_clause("2.2.1", "2.2.1")
+    regexps = [leaf for path, leaf in walk(version) if path[-3:] == ("regexp", "text.ident", "value")]
+    assert regexps == ["2\\.2\\.1([^0-9].*)?"]
 
 
 def test_phrase_bonus_only_for_several_words() -> None:
@@ -237,7 +290,10 @@ def test_full_search_requires_every_word_and_partial_any() -> None:
     full = bool_of(search_body(plan, size=11))
     assert len(full["must"]) == 2 and "minimum_should_match" not in full
     partial = bool_of(search_body(plan, size=11, partial=True))
-    assert "must" not in partial and partial["minimum_should_match"] == 1
+    assert partial["should"] == full["must"] and partial["minimum_should_match"] == 1
+    # Only the words count towards minimum_should_match; the bonuses ride on a match_all.
+    (bonuses,) = partial["must"]
+    assert bonuses["bool"]["must"] == [{"match_all": {"boost": 0.0}}]
 
 
 def test_recency_breaks_ties_and_earlier_pages_are_excluded() -> None:

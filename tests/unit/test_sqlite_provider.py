@@ -168,7 +168,7 @@ def test_partial_ranking_is_the_python_partial_ranking(provider: SQLiteProvider)
     _assert_exact_top(result, _brute_force("ws-0", "ledger qqqzzzx", True), 20)
 
 
-def test_equal_scores_prefer_closer_spellings_and_rarer_words(tmp_path: Path) -> None:
+def test_one_edit_above_two_then_recency_not_spelling(tmp_path: Path) -> None:
     path = tmp_path / "tie.db"
     texts = ["the reason we left", "what do you reckon", "the region was cold"] + ["common words"] * 5
     records = [
@@ -182,9 +182,10 @@ def test_equal_scores_prefer_closer_spellings_and_rarer_words(tmp_path: Path) ->
         indexer.run_until_idle()
     with SQLiteProvider(Scope.session("t-1"), path) as provider:
         result = provider.search(SessionQueryRequest(query="rexkon"))
-    # Every one is a typo-tier match (two edits allowed for six letters); one edit is closer.
-    assert len({m.score for m in result.matches}) == 1
-    assert result.matches[0].seq == 1
+    # Every one is a typo-tier match (two edits allowed for six letters): one edit ("reckon") is
+    # the better typo tier; the two-edit ones tie and recency orders them (D2).
+    assert len({m.score for m in result.matches}) == 2
+    assert [m.seq for m in result.matches] == [1, 2, 0]
 
 
 # -- no full scans ---------------------------------------------------------------------------------
@@ -248,7 +249,7 @@ def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: 
     with SQLiteView(path) as view:
         view.ensure_schema()
         with view.transaction():
-            view._add_terms(vocab)
+            view._add_terms([("w", t) for t in vocab])
     conn = connect(path)
     found_far = wanted_far = 0
     try:
@@ -259,7 +260,7 @@ def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: 
                 t for t in vocab
                 if t != query and abs(len(t) - len(query)) <= budget and OSA.distance(query, t) <= budget
             }  # fmt: skip
-            got = set(typo_candidates(conn, query, limit=10_000))
+            got = set(typo_candidates(conn, query, ["w"], limit=10_000))
             assert got <= truth
             near = {t for t in truth if OSA.distance(query, t) <= 1}
             assert near <= got, (query, near - got)  # every one-edit term, whatever the budget
@@ -274,9 +275,9 @@ def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: 
 def test_no_typo_candidates_for_short_words_or_numbers(db: Path) -> None:
     conn = connect(db)
     try:
-        assert typo_candidates(conn, "eu") == []
-        assert typo_candidates(conn, "9932") == []
-        assert "reports" in typo_candidates(conn, "reprots")
+        assert typo_candidates(conn, "eu", ["ws-0"]) == []
+        assert typo_candidates(conn, "9932", ["ws-0"]) == []
+        assert "reports" in typo_candidates(conn, "reprots", ["ws-0"])
     finally:
         conn.close()
 

@@ -39,7 +39,7 @@ def _state(path: Path) -> dict[str, Any]:
             "SELECT doc_id, surface_state, content_hash, text, doc FROM events ORDER BY doc_id"
         ).fetchall()
         sessions = conn.execute("SELECT session_id, doc FROM sessions ORDER BY session_id").fetchall()
-        terms = conn.execute("SELECT term FROM terms ORDER BY term").fetchall()
+        terms = conn.execute("SELECT ws, term FROM vocab ORDER BY ws, term").fetchall()
         indexed = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'indexer_positions'").fetchone()
         position = conn.execute("SELECT offset FROM indexer_positions").fetchall() if indexed else []
         letters = conn.execute("SELECT count(*) FROM dead_letters").fetchone()[0] if indexed else 0

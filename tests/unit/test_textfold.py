@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionlog.indexer.document import events_template_body
-from sessionlog.indexer.textfold import WORD_RE, fold, fold_with_offsets, words
+from sessionlog.indexer.textfold import CJK_RANGES, WORD_RE, fold, fold_with_offsets, words
 
 
 @pytest.mark.parametrize(
@@ -136,11 +136,20 @@ def test_lucene_syntax_is_not_special_to_words() -> None:
     ]
 
 
+def _cjk(ch: str) -> bool:
+    return any(a <= ord(ch) <= b for a, b in CJK_RANGES)
+
+
 def _index_tokens(text: str) -> list[str]:
-    """What the index's ``sl_words`` pattern tokenizer keeps: runs of \\p{L}, \\p{N} and \\p{M}."""
-    tokens, current = [], []
+    """What the index's ``sl_words`` pattern tokenizer keeps: runs of \\p{L}, \\p{N} and \\p{M},
+    split where CJK (Han, Kana, Hangul) meets another script."""
+    tokens: list[str] = []
+    current: list[str] = []
     for ch in text:
         if unicodedata.category(ch)[0] in "LNM":
+            if current and _cjk(current[-1]) != _cjk(ch):
+                tokens.append("".join(current))
+                current = []
             current.append(ch)
         elif current:
             tokens.append("".join(current))
@@ -152,7 +161,10 @@ def _index_tokens(text: str) -> list[str]:
 
 def test_the_index_tokenizer_is_the_one_emulated_here() -> None:
     tokenizer = events_template_body("t")["template"]["settings"]["analysis"]["tokenizer"]["sl_words"]
-    assert tokenizer == {"type": "pattern", "pattern": "[^\\p{L}\\p{N}\\p{M}]+"}
+    word = "[\\p{L}\\p{N}\\p{M}&&[%s]]"
+    ranges = "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" if a != b else f"\\x{{{a:X}}}" for a, b in CJK_RANGES)
+    pattern = f"{word % ranges}++|{word % ('^' + ranges)}++"
+    assert tokenizer == {"type": "pattern", "pattern": pattern, "group": 0}
 
 
 # Letters, digits, punctuation, symbols and separators of many scripts; no combining marks (see below).
@@ -169,6 +181,7 @@ def test_words_split_like_the_index_tokenizer(text: str) -> None:
 
 def test_word_re_is_letters_and_digits() -> None:
     assert WORD_RE.findall("a_b c-d 1.2 ĐƠN") == ["a", "b", "c", "d", "1", "2", "ĐƠN"]
+    assert WORD_RE.findall("用Python写的 東京タワー") == ["用", "Python", "写的", "東京タワー"]
     assert WORD_RE.flags & re.UNICODE
 
 

@@ -8,7 +8,13 @@ Text is analysed three ways (see ``_ANALYSIS``):
   ASCII-folded (``Đơn`` → ``don``): the folded field, and the one fuzzy queries run on;
 * ``text.exact`` — the same words lower-cased only, so an exact accented match outranks a folded one;
 * ``text.tri`` — 3-grams of the folded words, for substrings of 3+ characters (``9931`` in
-  ``acct_9931``).
+  ``acct_9931``);
+* ``text.ident`` — identifiers whole (``get_type``, ``2.2.1-3``), for identifier prefixes;
+* ``text.mixed`` — words with digits as ``skeleton|letters``, for typos in their letters only;
+* ``text.cjk`` — character bigrams of CJK runs (``cjk_bigram``), for words inside them.
+
+Words are runs of CJK characters or of other letters, digits and marks (the same as
+:data:`sessionlog.indexer.textfold.WORD_RE`).
 
 Tool-call arguments go to ``args`` with the same three analyses, so message text can be weighted
 above them.
@@ -20,6 +26,7 @@ import hashlib
 from typing import Any, Final, Literal
 
 from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
+from sessionlog.indexer.textfold import CJK_RANGES
 from sessionlog.ingest.wire import EventRecord, HeaderRecord, ReplaceOp, encode_record
 
 __all__ = [
@@ -60,38 +67,105 @@ def watermarks_index(prefix: str) -> str:
     return f"{prefix}-watermarks"
 
 
+def _java_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    return "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" if a != b else f"\\x{{{a:X}}}" for a, b in ranges)
+
+
+_CJK: Final = _java_class(CJK_RANGES)
+#: A letter, digit or mark that is not CJK (Java regex class intersection).
+_W: Final = f"[\\p{{L}}\\p{{N}}\\p{{M}}&&[^{_CJK}]]"
+_C: Final = f"[\\p{{L}}\\p{{N}}\\p{{M}}&&[{_CJK}]]"
+
 _ANALYSIS: Final[dict[str, Any]] = {
-    "tokenizer": {"sl_words": {"type": "pattern", "pattern": "[^\\p{L}\\p{N}\\p{M}]+"}},
+    "tokenizer": {
+        # Runs of CJK characters, or of other letters, digits and marks (textfold.WORD_RE).
+        "sl_words": {"type": "pattern", "pattern": f"{_C}++|{_W}++", "group": 0},
+        # Identifiers: words joined by _ . - : (textfold.IDENT_RE); anchored at a word start so a
+        # 1 MiB token costs one pass.
+        "sl_idents": {
+            "type": "pattern",
+            "pattern": f"(?<!{_W}){_W}++(?:[_.:\\-]{_W}++)+",
+            "group": 0,
+        },
+    },
     "filter": {
         # Lucene refuses a term over 32,766 bytes ("immense term"): a 1 MiB hex blob in a tool
         # output must not make its entry unindexable. The full text stays in _source.
         "sl_truncate": {"type": "truncate", "length": 256},
         "sl_fold": {"type": "asciifolding", "preserve_original": False},
         "sl_trigram": {"type": "ngram", "min_gram": 3, "max_gram": 3},
+        "sl_cjk_only": {"type": "keep_types", "types": ["<DOUBLE>", "<SINGLE>"]},
+        # Words with digits become "skeleton|letters" (python3 → a3|python, textfold.mixed_key), so
+        # a fuzzy query with the skeleton as its exact prefix tolerates typos in the letters only.
+        # Words without digits, or without anything else, are dropped (emptied, then removed).
+        "sl_mixed_no_digit": {"type": "pattern_replace", "pattern": "^\\P{Nd}*$", "replacement": ""},
+        "sl_mixed_all_digits": {"type": "pattern_replace", "pattern": "^\\p{Nd}*$", "replacement": ""},
+        "sl_non_empty": {"type": "length", "min": 1},
+        "sl_mixed_twice": {"type": "pattern_replace", "pattern": "^(.*)$", "replacement": "$1|$1"},
+        "sl_mixed_skeleton": {
+            "type": "pattern_replace",
+            "pattern": "[^\\p{Nd}|]+(?=.*\\|)",
+            "replacement": "a",
+        },
+        "sl_mixed_letters": {"type": "pattern_replace", "pattern": "\\p{Nd}+(?!.*\\|)", "replacement": ""},
     },
     "analyzer": {
         "sl_folded": {
             "type": "custom",
             "tokenizer": "sl_words",
-            "filter": ["sl_truncate", "lowercase", "sl_fold"],
+            "filter": ["sl_truncate", "cjk_width", "lowercase", "sl_fold"],
         },
-        "sl_exact": {"type": "custom", "tokenizer": "sl_words", "filter": ["sl_truncate", "lowercase"]},
+        "sl_exact": {
+            "type": "custom",
+            "tokenizer": "sl_words",
+            "filter": ["sl_truncate", "cjk_width", "lowercase"],
+        },
         "sl_trigram": {
             "type": "custom",
             "tokenizer": "sl_words",
-            "filter": ["sl_truncate", "lowercase", "sl_fold", "sl_trigram"],
+            "filter": ["sl_truncate", "cjk_width", "lowercase", "sl_fold", "sl_trigram"],
+        },
+        "sl_ident": {
+            "type": "custom",
+            "tokenizer": "sl_idents",
+            "filter": ["sl_truncate", "lowercase", "sl_fold"],
+        },
+        "sl_cjk": {
+            "type": "custom",
+            "tokenizer": "standard",
+            "filter": ["cjk_width", "lowercase", "cjk_bigram", "sl_cjk_only"],
+        },
+        "sl_mixed": {
+            "type": "custom",
+            "tokenizer": "sl_words",
+            "filter": [
+                "sl_truncate",
+                "lowercase",
+                "sl_fold",
+                "sl_mixed_no_digit",
+                "sl_mixed_all_digits",
+                "sl_non_empty",
+                "sl_mixed_twice",
+                "sl_mixed_skeleton",
+                "sl_mixed_letters",
+            ],
         },
     },
 }
 
 
 def _analysed_text() -> dict[str, Any]:
+    docs_only = {"index_options": "docs", "norms": False}
     return {
         "type": "text",
         "analyzer": "sl_folded",
         "fields": {
             "exact": {"type": "text", "analyzer": "sl_exact"},
-            "tri": {"type": "text", "analyzer": "sl_trigram", "index_options": "docs", "norms": False},
+            "tri": {"type": "text", "analyzer": "sl_trigram", **docs_only},
+            "ident": {"type": "text", "analyzer": "sl_ident", **docs_only},
+            "mixed": {"type": "text", "analyzer": "sl_mixed", **docs_only},
+            # Positions kept: a CJK word of 3+ characters is a phrase of its bigrams.
+            "cjk": {"type": "text", "analyzer": "sl_cjk", "norms": False},
         },
     }
 

@@ -17,10 +17,18 @@ The read model (``sessionlog.query.sqlite_provider`` reads these tables by name)
   single spaces (:func:`index_tokens`): whole-word matches;
 * ``events_tri`` — FTS5 ``trigram`` over the same words padded with a space on each side: a
   word's substrings (``"9931"``), whole words (``" word "``) and folded phrases (``" a b"``);
-* ``terms`` (with ``(len, term)`` and ``(len, reversed term)`` indexes) and ``terms_tri`` (FTS5
-  ``trigram`` over ``" term "``) — the vocabulary, where typo candidates are generated.
+* ``events_ident`` — FTS5 ``trigram`` over the event's identifiers (``get_type``, ``2.2.1-3``:
+  :data:`~sessionlog.indexer.textfold.IDENT_RE`), each padded with a space: identifier prefixes
+  (``" get_t"``) and whole identifiers (``" get_type "``); only events that have identifiers;
+* ``events_cjk`` — FTS5 ``unicode61`` over the character bigrams of each CJK run (runs separated by
+  a ``0`` token) and then every CJK character alone: a CJK word of 3+ characters is a phrase of its
+  bigrams, of 2 one bigram, of 1 one character; only events that have CJK text;
+* ``vocab`` (per workspace, with ``(ws, len, term)`` and ``(ws, len, reversed term)`` indexes) and
+  ``vocab_tri`` (FTS5 ``trigram`` over ``" term "``) — each workspace's vocabulary, where typo
+  candidates are generated (one tenant's words never become another's candidates).
 
-Every contentless FTS5 row has the rowid of its ``events`` (or ``terms``) row.
+Every contentless FTS5 row has the rowid of its ``events`` (or ``vocab``) row. (Files written before
+``vocab`` existed keep their old ``terms`` tables unused: rebuild them to search the new way.)
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -40,7 +49,7 @@ from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.opensearch_view import ItemResult, OpenSearchView
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
-from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.indexer.textfold import IDENT_RE, WORD_RE, cjk_grams, fold, is_cjk
 from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, rollback
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
@@ -49,8 +58,10 @@ __all__ = [
     "MAX_TERM_CHARS",
     "ProjectionView",
     "SQLiteView",
+    "TextRows",
     "ensure_view_schema",
     "index_tokens",
+    "text_rows",
     "time_us",
 ]
 
@@ -88,18 +99,23 @@ CREATE TABLE IF NOT EXISTS sessions (
     doc BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_by_workspace ON sessions (workspace_id);
-CREATE TABLE IF NOT EXISTS terms (
+CREATE TABLE IF NOT EXISTS vocab (
     tid INTEGER PRIMARY KEY,
-    term TEXT NOT NULL UNIQUE,
+    ws TEXT NOT NULL,
+    term TEXT NOT NULL,
     len INTEGER NOT NULL,
-    rterm TEXT NOT NULL
+    rterm TEXT NOT NULL,
+    UNIQUE (ws, term)
 );
-CREATE INDEX IF NOT EXISTS terms_by_prefix ON terms (len, term);
-CREATE INDEX IF NOT EXISTS terms_by_suffix ON terms (len, rterm);
+CREATE INDEX IF NOT EXISTS vocab_by_prefix ON vocab (ws, len, term);
+CREATE INDEX IF NOT EXISTS vocab_by_suffix ON vocab (ws, len, rterm);
 CREATE VIRTUAL TABLE IF NOT EXISTS events_words
     USING fts5(body, content='', tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS events_tri USING fts5(body, content='', tokenize='trigram');
-CREATE VIRTUAL TABLE IF NOT EXISTS terms_tri USING fts5(body, content='', tokenize='trigram', detail='none')
+CREATE VIRTUAL TABLE IF NOT EXISTS events_ident USING fts5(body, content='', tokenize='trigram');
+CREATE VIRTUAL TABLE IF NOT EXISTS events_cjk
+    USING fts5(body, content='', tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri USING fts5(body, content='', tokenize='trigram', detail='none')
 """
 
 
@@ -125,7 +141,7 @@ def _conforms(opensearch: OpenSearchView, embedded: SQLiteView) -> tuple[Project
 def ensure_view_schema(conn: sqlite3.Connection) -> None:
     """Create the projection's tables and indexes if missing (idempotent; takes the write lock)."""
     exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'terms_tri'"
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vocab_tri'"
     ).fetchone()
     if exists:
         return
@@ -148,6 +164,30 @@ def index_tokens(text: str) -> list[str]:
     """The folded words of ``text`` in order, exactly as :func:`sessionlog.query.scoring.score_text`
     sees them (``fold(text.lower())`` split on non-word characters)."""
     return WORD_RE.findall(fold(text.lower()))
+
+
+@dataclass(frozen=True, slots=True)
+class TextRows:
+    """What the full-text tables hold for one text (``""``: no row)."""
+
+    tokens: list[str]
+    words: str
+    idents: str
+    cjk: str
+
+
+def text_rows(text: str) -> TextRows:
+    """The bodies of an event's ``events_words``/``events_tri``, ``events_ident`` and ``events_cjk``
+    rows (deterministic: a contentless row is deleted by writing the same body again)."""
+    tokens = index_tokens(text)
+    folded = fold(text.lower())
+    idents = list(dict.fromkeys(IDENT_RE.findall(folded)))
+    runs = [t for t in tokens if is_cjk(t)]
+    cjk = ""
+    if runs:
+        singles = dict.fromkeys(ch for run in runs for ch in run)
+        cjk = " 0 ".join(" ".join(cjk_grams(run)) for run in runs) + " 0 " + " ".join(singles)
+    return TextRows(tokens, " ".join(tokens), f" {' '.join(idents)} " if idents else "", cjk)
 
 
 def time_us(iso: str) -> int:
@@ -185,8 +225,8 @@ class SQLiteView:
                 raise ViewUnavailable(f"cannot open {path}: {err}") from err
         self.conn = conn
         self.attempts = 0
-        self._known_terms: set[str] = set()
-        self._pending_terms: set[str] = set()
+        self._known_terms: set[tuple[str, str]] = set()
+        self._pending_terms: set[tuple[str, str]] = set()
         self._closed = False
 
     # -- schema and transactions ----------------------------------------------------------------
@@ -236,7 +276,7 @@ class SQLiteView:
         :class:`ViewUnavailable` (the caller retries the whole batch)."""
         self.attempts += 1
         results: list[ItemResult] = []
-        staged: list[tuple[int, list[str]]] = []
+        staged: list[tuple[int, str, TextRows]] = []
         try:
             with self.transaction():
                 for action in actions:
@@ -246,7 +286,7 @@ class SQLiteView:
             raise ViewUnavailable(f"embedded projection write failed: {err}") from err
         return results
 
-    def _apply_one(self, action: Action, staged: list[tuple[int, list[str]]]) -> ItemResult:
+    def _apply_one(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> ItemResult:
         self.conn.execute("SAVEPOINT item")
         try:
             if action.target == "events" and action.op == "create":
@@ -281,7 +321,7 @@ class SQLiteView:
             self.conn.execute("ROLLBACK TO item")
             self.conn.execute("RELEASE item")
 
-    def _create_event(self, action: Action, staged: list[tuple[int, list[str]]]) -> ItemResult:
+    def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> ItemResult:
         body = dict(action.body)
         field = _text_field(body["type"])
         text = str(body.get(field) or "")
@@ -303,38 +343,48 @@ class SQLiteView:
                 action, 409, f"version_conflict_engine_exception: [{action.doc_id}]: document exists"
             )
         # The full-text rows are written for the whole bulk at once (_index_text), last.
-        staged.append((int(cursor.lastrowid or 0), index_tokens(text)))
+        staged.append((int(cursor.lastrowid or 0), str(body["workspace_id"]), text_rows(text)))
         return ItemResult(action, 201, None)
 
-    def _index_text(self, staged: list[tuple[int, list[str]]]) -> None:
-        """The word and trigram rows of the events created by one bulk, and their new terms."""
+    def _index_text(self, staged: list[tuple[int, str, TextRows]]) -> None:
+        """The full-text rows of the events created by one bulk, and their workspaces' new terms."""
         if not staged:
             return
-        words = [(rid, " ".join(tokens)) for rid, tokens in staged]
+        words = [(rid, rows.words) for rid, _, rows in staged]
         self.conn.executemany("INSERT INTO events_words (rowid, body) VALUES (?, ?)", words)
         self.conn.executemany(
             "INSERT INTO events_tri (rowid, body) VALUES (?, ?)", [(rid, f" {body} ") for rid, body in words]
         )
-        self._add_terms({token for _, tokens in staged for token in tokens})
+        self.conn.executemany(
+            "INSERT INTO events_ident (rowid, body) VALUES (?, ?)",
+            [(rid, rows.idents) for rid, _, rows in staged if rows.idents],
+        )
+        self.conn.executemany(
+            "INSERT INTO events_cjk (rowid, body) VALUES (?, ?)",
+            [(rid, rows.cjk) for rid, _, rows in staged if rows.cjk],
+        )
+        self._add_terms({(ws, token) for _, ws, rows in staged for token in rows.tokens})
 
-    def _add_terms(self, tokens: Iterable[str]) -> None:
-        """Add unseen terms to the vocabulary (``terms`` and ``terms_tri``), a few statements per
-        thousands of terms."""
+    def _add_terms(self, terms: Iterable[tuple[str, str]]) -> None:
+        """Add unseen ``(workspace, term)`` pairs to the vocabulary (``vocab`` and ``vocab_tri``), a
+        few statements per thousands of terms."""
         new = [
-            t
-            for t in set(tokens)
-            if len(t) <= MAX_TERM_CHARS and t not in self._known_terms and t not in self._pending_terms
+            pair
+            for pair in set(terms)
+            if len(pair[1]) <= MAX_TERM_CHARS
+            and pair not in self._known_terms
+            and pair not in self._pending_terms
         ]
         for start in range(0, len(new), 5000):
             chunk = new[start : start + 5000]
             rows = self.conn.execute(
-                "INSERT INTO terms (term, len, rterm) "
-                "SELECT value ->> 0, length(value ->> 0), value ->> 1 FROM json_each(?) WHERE true "
-                "ON CONFLICT (term) DO NOTHING RETURNING tid, term",
-                (orjson.dumps([[t, t[::-1]] for t in chunk]),),
+                "INSERT INTO vocab (ws, term, len, rterm) "
+                "SELECT value ->> 0, value ->> 1, length(value ->> 1), value ->> 2 FROM json_each(?) "
+                "WHERE true ON CONFLICT (ws, term) DO NOTHING RETURNING tid, term",
+                (orjson.dumps([[ws, t, t[::-1]] for ws, t in chunk]),),
             ).fetchall()
             self.conn.executemany(
-                "INSERT INTO terms_tri (rowid, body) VALUES (?, ?)",
+                "INSERT INTO vocab_tri (rowid, body) VALUES (?, ?)",
                 [(tid, f" {term} ") for tid, term in rows],
             )
         self._pending_terms.update(new)
@@ -419,15 +469,17 @@ class SQLiteView:
                 "SELECT rid, text FROM events WHERE session_id = ?", (session_id,)
             ).fetchall()
             for rid, text in rows:
-                words = " ".join(index_tokens(text))
-                self.conn.execute(
-                    "INSERT INTO events_words (events_words, rowid, body) VALUES ('delete', ?, ?)",
-                    (rid, words),
-                )
-                self.conn.execute(
-                    "INSERT INTO events_tri (events_tri, rowid, body) VALUES ('delete', ?, ?)",
-                    (rid, f" {words} "),
-                )
+                bodies = text_rows(text)
+                for table, body in (
+                    ("events_words", bodies.words),
+                    ("events_tri", f" {bodies.words} "),
+                    ("events_ident", bodies.idents),
+                    ("events_cjk", bodies.cjk),
+                ):
+                    if table in ("events_words", "events_tri") or body:
+                        self.conn.execute(
+                            f"INSERT INTO {table} ({table}, rowid, body) VALUES ('delete', ?, ?)", (rid, body)
+                        )
             self.conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             self.conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
         return len(rows)

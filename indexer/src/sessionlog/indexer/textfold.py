@@ -12,7 +12,18 @@ import unicodedata
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["WORD_RE", "fold", "fold_with_offsets", "words"]
+__all__ = [
+    "CJK_RANGES",
+    "IDENT_RE",
+    "QUERY_TOKEN_RE",
+    "WORD_RE",
+    "cjk_grams",
+    "fold",
+    "fold_with_offsets",
+    "is_cjk",
+    "mixed_key",
+    "words",
+]
 
 
 def _mark_class() -> str:
@@ -29,10 +40,68 @@ def _mark_class() -> str:
     return "".join(f"\\U{a:08x}-\\U{b:08x}" if a != b else f"\\U{a:08x}" for a, b in ranges)
 
 
-#: A word is a maximal run of letters, digits and combining marks, like the index's ``pattern``
-#: tokenizer (``[^\\p{L}\\p{N}\\p{M}]+`` splits), so ``acct_9931`` is ``acct`` and ``9931`` and a
-#: Devanagari word keeps its vowel signs.
-WORD_RE: Final = re.compile(f"(?:[^\\W_]|[{_mark_class()}])+", re.UNICODE)
+#: Han, Hiragana, Katakana and Hangul (with their compatibility and half-width forms). These
+#: scripts write no spaces between words: a run of them is one token, searched inside by character
+#: bigrams. The OpenSearch analysis (``sessionlog.indexer.document``) uses the same ranges.
+CJK_RANGES: Final[tuple[tuple[int, int], ...]] = (
+    (0x1100, 0x11FF),
+    (0x2E80, 0x2FDF),
+    (0x3005, 0x3005),
+    (0x3007, 0x3007),
+    (0x3021, 0x3029),
+    (0x3038, 0x303B),
+    (0x3041, 0x30FF),
+    (0x3130, 0x318F),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xA960, 0xA97F),
+    (0xAC00, 0xD7FF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFFDC),
+    (0x20000, 0x3FFFF),
+)
+_CJK: Final = "".join(f"\\U{a:08x}-\\U{b:08x}" if a != b else f"\\U{a:08x}" for a, b in CJK_RANGES)
+_MARKS: Final = _mark_class()
+#: A letter, digit or mark that is not CJK; one that is.
+_W: Final = f"(?:[^\\W_{_CJK}]|[{_MARKS}])"
+_C: Final = f"(?:(?=[^\\W_]|[{_MARKS}])[{_CJK}])"
+
+#: A word is a maximal run of CJK characters, or of other letters, digits and combining marks, like
+#: the index's ``pattern`` tokenizer, so ``acct_9931`` is ``acct`` and ``9931``, ``用Python写`` is
+#: ``用``, ``Python``, ``写``, and a Devanagari word keeps its vowel signs.
+WORD_RE: Final = re.compile(f"{_C}+|{_W}+", re.UNICODE)
+#: An identifier: words joined by ``_ . - :`` (``get_type``, ``types.Mapping``, ``2.2.1-3``), kept
+#: whole by the index next to its parts.
+IDENT_RE: Final = re.compile(f"(?<!{_W}){_W}+(?:[_.:\\-]{_W}+)+", re.UNICODE)
+#: What a query is split into: identifiers whole, else words.
+QUERY_TOKEN_RE: Final = re.compile(f"{_W}+(?:[_.:\\-]{_W}+)*|{_C}+", re.UNICODE)
+_CJK_RE: Final = re.compile(f"{_C}+")
+_HALFWIDTH: Final = range(0xFF61, 0xFFDD)
+
+
+def is_cjk(word: str) -> bool:
+    """Whether ``word`` is a run of CJK characters (searched inside by bigrams)."""
+    return bool(word) and _CJK_RE.fullmatch(word) is not None
+
+
+def cjk_grams(run: str) -> list[str]:
+    """The character bigrams of a CJK run (a lone character is its own gram), like OpenSearch's
+    ``cjk_bigram``."""
+    if len(run) < 2:
+        return [run] if run else []
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def mixed_key(token: str) -> tuple[str, str] | None:
+    """``(digit skeleton, letters)`` of a folded token holding both digits and other characters
+    (``python3`` → ``("a3", "python")``), else ``None``. Typos are tolerated in the letters only:
+    two tokens are typo neighbours when their skeletons are equal (the digits match exactly)."""
+    has_digit = any(ch.isdecimal() for ch in token)
+    if not has_digit or all(ch.isdecimal() for ch in token):
+        return None
+    return re.sub(r"\D+", "a", token), re.sub(r"\d+", "", token)
+
 
 #: Letters that have no Unicode decomposition but that Lucene's ASCIIFoldingFilter maps anyway.
 _SPECIAL: Final = {
@@ -70,6 +139,8 @@ def _fold_char(ch: str) -> str:
         return special
     if ch.isascii():
         return ch.lower()
+    if ord(ch) in _HALFWIDTH:  # half-width katakana and hangul, like OpenSearch's cjk_width
+        return unicodedata.normalize("NFKC", ch)
     # Like Lucene's ASCIIFoldingFilter: fold only what has an ASCII equivalent (é → e, ﬁ → fi);
     # leave other scripts and standalone marks alone (the index does not fold them either).
     decomposed = unicodedata.normalize("NFKD", ch)

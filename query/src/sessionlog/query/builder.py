@@ -1,10 +1,12 @@
 """Builds OpenSearch query bodies from a validated request. Pure.
 
 User text only ever reaches ``match`` and ``match_phrase`` queries (never ``query_string``), so
-Lucene syntax in a query is plain data. Ranking layers (spec D2) come from constant-score tiers per
-word — exact 8, folded 4, fuzzy 2, substring 1 (tool arguments at three quarters of that) — plus
-a phrase bonus; a tiny BM25 term adds "more occurrences, message text over arguments" without
-crossing a tier. Recency (seq descending) breaks ties.
+Lucene syntax in a query is plain data (a ``regexp`` is built from escaped word characters only).
+Ranking layers (spec D2) come from constant-score tiers per word — exact 8, folded 4, prefix 3,
+fuzzy 2 (two edits 1.5), substring 1, exactly those of :mod:`sessionlog.query.scoring` — plus a
+phrase bonus; small constant terms add "more occurrences" (interval queries: a word twice, three
+times) and "message text over arguments" without crossing a tier. Recency (seq descending) breaks
+the remaining ties.
 """
 
 from __future__ import annotations
@@ -13,14 +15,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sessionlog.indexer.textfold import WORD_RE, is_cjk, mixed_key
+from sessionlog.query.scoring import (
+    FIELD_BONUS,
+    MAX_COUNTED,
+    OCCURRENCE,
+    PHRASE_EXACT,
+    PHRASE_FOLDED,
+    TIER_EXACT,
+    TIER_FOLDED,
+    TIER_FUZZY,
+    TIER_FUZZY2,
+    TIER_PREFIX,
+    TIER_PREFIX_NUMBER,
+    TIER_SUBSTRING,
+    fuzzy_budget,
+    is_compound,
+    phrase_words,
+)
+
 __all__ = ["SEARCH_TOOL_NAME", "QueryPlan", "browse_body", "count_body", "search_body"]
 
 SEARCH_TOOL_NAME = "session_query"
-_FIELDS = (("text", 1.0), ("args", 0.75))
-_TIERS = (("exact", 8.0), ("folded", 4.0), ("fuzzy", 2.0), ("substring", 1.0))
-_PHRASE_EXACT = 40.0
-_PHRASE_FOLDED = 20.0
-_TIEBREAK = 0.01
+_FIELDS = ("text", "args")
+#: Terms a fuzzy query may expand to (per field and shard).
+_EXPANSIONS = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,20 +74,110 @@ def trigrams(word: str, cap: int = 12) -> list[str]:
     return grams
 
 
-def word_clause(raw: str, folded: str) -> dict[str, Any]:
-    """Matches one query word in any tier; scores as the best tier it reaches."""
+def _prefix(field: str, fragment: str) -> list[dict[str, Any]]:
+    """Tokens that extend ``fragment``: a fragment ending in a digit that goes on into a longer
+    number (``2.2.1`` in ``2.2.10``) ranks below one that does not (``2.2.1-3``)."""
+    prefix = {"prefix": {field: {"value": fragment}}}
+    if not fragment[-1].isdecimal():
+        return [_const(prefix, TIER_PREFIX)]
+    escaped = "".join(ch if ch.isalnum() else "\\" + ch for ch in fragment)
+    regexp = {"regexp": {field: {"value": f"{escaped}([^0-9].*)?", "flags": "NONE"}}}
+    return [_const(regexp, TIER_PREFIX), _const(prefix, TIER_PREFIX_NUMBER)]
+
+
+def _plain_tiers(raw: str, folded: str, field: str, last: bool) -> list[dict[str, Any]]:
+    tiers = [
+        _const({"match": {f"{field}.exact": {"query": raw}}}, TIER_EXACT),
+        _const({"match": {field: {"query": folded}}}, TIER_FOLDED),
+    ]
+    if last and len(folded) >= 3:
+        tiers += _prefix(field, folded)
+    budget = fuzzy_budget(folded)
+    key = mixed_key(folded)
+    for edits, tier in ((1, TIER_FUZZY), (2, TIER_FUZZY2)):
+        if edits > budget:
+            break
+        if key is None:
+            fuzzy = {"query": folded, "fuzziness": edits, "prefix_length": 0, "max_expansions": _EXPANSIONS}
+            tiers.append(_const({"match": {field: fuzzy}}, tier))
+        else:
+            # Digits exact (the skeleton is the fuzzy query's fixed prefix), typos in the letters.
+            skeleton, letters = key
+            mixed = {
+                "value": f"{skeleton}|{letters}",
+                "fuzziness": edits,
+                "prefix_length": len(skeleton) + 1,
+                "max_expansions": _EXPANSIONS,
+            }
+            tiers.append(_const({"fuzzy": {f"{field}.mixed": mixed}}, tier))
+    if len(folded) >= 3:
+        grams = [{"term": {f"{field}.tri": gram}} for gram in trigrams(folded)]
+        tiers.append(_const({"bool": {"filter": grams}}, TIER_SUBSTRING))
+    return tiers
+
+
+def _compound_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
+    whole = TIER_EXACT if raw == folded else TIER_FOLDED
+    tiers = [
+        _const({"term": {f"{field}.ident": folded}}, whole),
+        _const({"match_phrase": {field: {"query": folded}}}, TIER_FOLDED),
+    ]
+    if len(folded) >= 3:
+        tiers += _prefix(f"{field}.ident", folded)
+    return tiers
+
+
+def _cjk_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
+    tiers = [
+        _const({"match": {f"{field}.exact": {"query": raw}}}, TIER_EXACT),
+        _const({"match": {field: {"query": folded}}}, TIER_FOLDED),
+    ]
+    if len(folded) >= 2:
+        inside: dict[str, Any] = {"match_phrase": {f"{field}.cjk": {"query": folded}}}
+    else:
+        # One character: alone, or as the first or second character of a bigram.
+        inside = {
+            "bool": {
+                "should": [
+                    {"term": {f"{field}.cjk": folded}},
+                    {"prefix": {f"{field}.cjk": {"value": folded}}},
+                    {"wildcard": {f"{field}.cjk": {"value": f"?{folded}"}}},
+                ]
+            }
+        }
+    tiers.append(_const(inside, TIER_FOLDED))
+    return tiers
+
+
+def word_clause(raw: str, folded: str, *, last: bool = False) -> dict[str, Any]:
+    """Matches one query word in any tier (``last``: the query's last word, which may be a prefix);
+    scores as the best tier it reaches (:mod:`sessionlog.query.scoring` has the same tiers)."""
     tiers: list[dict[str, Any]] = []
-    for field, weight in _FIELDS:
-        tiers.append(_const({"match": {f"{field}.exact": {"query": raw}}}, 8.0 * weight))
-        tiers.append(_const({"match": {field: {"query": folded}}}, 4.0 * weight))
-        # A number one edit away is another number (acct_9931 is not acct_9932): no typo tier.
-        if len(folded) >= 3 and not any(ch.isdigit() for ch in folded):
-            fuzzy = {"query": folded, "fuzziness": "AUTO", "prefix_length": 0, "max_expansions": 50}
-            tiers.append(_const({"match": {field: fuzzy}}, 2.0 * weight))
-        if len(folded) >= 3:
-            grams = [{"term": {f"{field}.tri": gram}} for gram in trigrams(folded)]
-            tiers.append(_const({"bool": {"filter": grams}}, weight))
+    for field in _FIELDS:
+        if is_compound(folded):
+            tiers += _compound_tiers(raw, folded, field)
+        elif is_cjk(folded):
+            tiers += _cjk_tiers(raw, folded, field)
+        else:
+            tiers += _plain_tiers(raw, folded, field, last)
+    if is_compound(folded):
+        # Every part somewhere (``get_tpye`` finds ``get`` … ``type``): the lowest tier.
+        parts = [word_clause(part, part) for part in WORD_RE.findall(folded)]
+        if parts:
+            tiers.append(_const({"bool": {"filter": parts}}, TIER_SUBSTRING))
     return {"dis_max": {"queries": tiers}}
+
+
+def _occurrences(word: str) -> list[dict[str, Any]]:
+    """``OCCURRENCE`` per extra whole-token occurrence of a plain word (the 2nd, the 3rd)."""
+    if is_compound(word) or is_cjk(word):
+        return []
+    out = []
+    for times in range(2, MAX_COUNTED + 1):
+        for field in _FIELDS:
+            rule = {"all_of": {"ordered": True, "intervals": [{"match": {"query": word}}] * times}}
+            out.append(_const({"intervals": {field: rule}}, OCCURRENCE))
+    return out
 
 
 def _filters(plan: QueryPlan) -> list[dict[str, Any]]:
@@ -96,26 +205,27 @@ def search_body(
     exclude: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A ranked search: every word must match (or, ``partial``, at least one)."""
-    clauses = [word_clause(r, w) for r, w in zip(plan.raw_words, plan.words, strict=True)]
+    last = len(plan.words) - 1
+    clauses = [
+        word_clause(r, w, last=i == last)
+        for i, (r, w) in enumerate(zip(plan.raw_words, plan.words, strict=True))
+    ]
     should: list[dict[str, Any]] = []
     if len(plan.words) > 1:
-        should.append(_const({"match_phrase": {"text.exact": {"query": plan.phrase}}}, _PHRASE_EXACT))
-        should.append(_const({"match_phrase": {"text": {"query": plan.phrase}}}, _PHRASE_FOLDED))
-    should.append(
-        {
-            # Within a tier: more occurrences, rarer words, closer spellings, text over arguments.
-            "multi_match": {
-                "query": " ".join(plan.words),
-                "fields": ["text", "args^0.3"],
-                "fuzziness": "AUTO",
-                "boost": _TIEBREAK,
-            }
-        }
-    )
+        exact_phrase = " ".join(phrase_words(plan.raw_words))
+        folded_phrase = " ".join(phrase_words(plan.words))
+        should.append(_const({"match_phrase": {"text.exact": {"query": exact_phrase}}}, PHRASE_EXACT))
+        should.append(_const({"match_phrase": {"text": {"query": folded_phrase}}}, PHRASE_FOLDED))
+    # Within a tier (D2): more occurrences, then message text over tool arguments; then recency (sort).
+    for word in plan.words:
+        should += _occurrences(word)
+    should.append(_const({"exists": {"field": "text"}}, FIELD_BONUS))
     boolean: dict[str, Any] = {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}
     if partial:
-        boolean["should"] = clauses + should
+        boolean["should"] = clauses
         boolean["minimum_should_match"] = 1
+        # The bonuses must not count as a matching word: they ride on a clause every entry matches.
+        boolean["must"] = [{"bool": {"must": [{"match_all": {"boost": 0.0}}], "should": should}}]
     else:
         boolean["must"] = clauses
         boolean["should"] = should

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sessionlog.indexer.textfold import fold, fold_with_offsets
+from sessionlog.indexer.textfold import fold, fold_with_offsets, is_cjk
 
 __all__ = ["ELLIPSIS", "excerpt", "first_match"]
 
@@ -22,7 +22,8 @@ _SPACE = re.compile(r"\s+")
 def first_match(text: str, words: Sequence[str], hints: Sequence[str] = ()) -> tuple[int, int]:
     """Character span of the earliest occurrence of any query word (folded), else of any hint.
 
-    Words of 3+ characters match inside tokens; shorter ones only as whole tokens (D3). Hints are
+    Words of 3+ characters and CJK words match inside tokens; shorter ones only as whole tokens (D3),
+    and an identifier as itself (``get_t`` inside ``get_type``). Hints are
     the surface forms the index highlighted (e.g. the stored spelling a fuzzy query matched).
     """
     # ASCII folds one character to one character: skip the per-character offsets (1 MiB tool outputs).
@@ -32,7 +33,7 @@ def first_match(text: str, words: Sequence[str], hints: Sequence[str] = ()) -> t
     for word in words:
         if not word:
             continue
-        if len(word) >= 3:
+        if len(word) >= 3 or is_cjk(word):  # a CJK word is found inside a run of any length
             at = folded.find(word)
             span = None if at < 0 else (at, at + len(word))
         else:

@@ -7,10 +7,11 @@ Both providers call :func:`plan_request` so that a request is refused the same w
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Final
 
 from sessionlog.indexer.document import DEFAULT_KINDS
-from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.indexer.textfold import QUERY_TOKEN_RE, fold
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.contract import (
     DEFAULT_EXCERPT_BYTES,
@@ -76,8 +77,10 @@ def plan_request(
             f"exclude_tools takes at most {_MAX_EXCLUDED_TOOLS} names of 1 to {_MAX_TOOL_NAME} characters",
         )
     raw_words: dict[str, str] = {}
-    for found in WORD_RE.finditer(query):
-        raw = found.group().lower()[:MAX_WORD_CHARS]
+    # NFC: decomposed input (macOS, some IMEs; Hangul typed as jamo) matches composed text.
+    for found in QUERY_TOKEN_RE.finditer(unicodedata.normalize("NFC", query)):
+        # Identifiers stay whole (``get_type``, ``2.2.1``): the tiers match them as identifiers.
+        raw = found.group().lower()[:MAX_WORD_CHARS].rstrip("_.:-")
         raw_words.setdefault(fold(raw), raw)
     if len(raw_words) > MAX_QUERY_WORDS:
         raise SessionQueryError(

@@ -1,27 +1,80 @@
-"""The provider's ranking tiers computed in Python, for entries that are not in the index yet
-(read-your-writes) and for backends without OpenSearch. Pure.
+"""The provider's ranking computed in Python, for entries that are not in the index yet
+(read-your-writes) and for the embedded backend, which verifies its candidates with it. Pure.
 
-Per query word the best tier counts: exact token 8, accent-folded token 4, within the typo budget
-2 (OpenSearch ``AUTO``: 0 edits up to 2 characters, 1 for 3–5, 2 from 6; an adjacent swap is one
-edit), substring of 3+ characters 1. An exact phrase adds 40, a folded phrase 20.
+A query is split into *words* (:data:`~sessionlog.indexer.textfold.QUERY_TOKEN_RE`): plain words,
+identifiers (words joined by ``_ . - :``, kept whole) and CJK runs. Per query word the best tier
+counts (spec D2, D3; the OpenSearch body in :mod:`sessionlog.query.builder` gives the same tiers):
+
+========  ====================================================================================
+8 exact   the word as a token, case-insensitive with its accents (an identifier typed in ASCII
+          as a whole identifier token; a CJK word as a whole CJK run)
+4 folded  the word as a token, accent-folded; an identifier as its parts in a row
+          (``acct 9931`` for ``acct_9931``); a CJK word inside a CJK run (character bigrams)
+3 prefix  the last query word (3+ characters) as the start of a longer token (``backst`` →
+          ``backstage``); an identifier as the start of an identifier token (``get_t`` →
+          ``get_type``, ``2.2.1`` → ``2.2.1-3``). 2.5 when a fragment ending in a digit goes on
+          into a longer number (``2.2.1`` in ``2.2.10``, ``acct_29`` in ``acct_29615``)
+2 fuzzy   one edit (1.5: two edits) within the typo budget (OpenSearch ``AUTO``: 0 edits up to 2
+          characters, 1 for 3–5, 2 from 6; an adjacent swap is one edit). In a word with digits
+          only its letters may differ, and the budget is that of its letters (``pyhton3`` →
+          ``python3``; ``ipv4`` never finds ``ipv6``)
+1 substr  a word of 3+ characters inside a longer token (``9931`` in ``acct_9931``); an
+          identifier whose parts all match somewhere
+========  ====================================================================================
+
+An exact phrase of all words adds 40, a folded one 20. Inside a tier (spec D2): more occurrences
+(each word's whole-token count, up to :data:`MAX_COUNTED` counted), then message text over tool
+arguments; recency (seq descending) is the caller's sort key after the score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from rapidfuzz.distance import OSA
 
-from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.indexer.textfold import IDENT_RE, WORD_RE, fold, is_cjk, mixed_key
 
-__all__ = ["TIER_EXACT", "TIER_FOLDED", "TIER_FUZZY", "TIER_SUBSTRING", "score_text", "typo_budget"]
+__all__ = [
+    "FIELD_BONUS",
+    "MAX_COUNTED",
+    "OCCURRENCE",
+    "PHRASE_EXACT",
+    "PHRASE_FOLDED",
+    "TIER_EXACT",
+    "TIER_FOLDED",
+    "TIER_FUZZY",
+    "TIER_FUZZY2",
+    "TIER_PREFIX",
+    "TIER_PREFIX_NUMBER",
+    "TIER_SUBSTRING",
+    "extends",
+    "fuzzy_budget",
+    "fuzzy_tier",
+    "is_compound",
+    "max_bonus",
+    "phrase_words",
+    "score_text",
+    "typo_budget",
+    "typo_match",
+]
 
 TIER_EXACT = 8.0
 TIER_FOLDED = 4.0
+TIER_PREFIX = 3.0
+TIER_PREFIX_NUMBER = 2.5
 TIER_FUZZY = 2.0
+TIER_FUZZY2 = 1.5
 TIER_SUBSTRING = 1.0
 PHRASE_EXACT = 40.0
 PHRASE_FOLDED = 20.0
+#: Added per extra occurrence of a query word (the 2nd and 3rd count); 32 words × 2 × 0.005 stays
+#: below the smallest gap between tiers (0.5).
+OCCURRENCE = 0.005
+MAX_COUNTED = 3
+#: Message text over tool arguments, below one occurrence.
+FIELD_BONUS = 0.001
 
 
 def typo_budget(word: str) -> int:
@@ -29,50 +82,173 @@ def typo_budget(word: str) -> int:
     return 0 if len(word) <= 2 else 1 if len(word) <= 5 else 2
 
 
-def _word_tier(
-    raw: str, folded: str, exact_tokens: set[str], folded_tokens: set[str], folded_text: str
-) -> float:
-    if raw in exact_tokens:
+def is_compound(word: str) -> bool:
+    """Whether a query word is an identifier (words joined by ``_ . - :``)."""
+    return any(ch in "_.:-" for ch in word)
+
+
+def fuzzy_budget(word: str) -> int:
+    """Typo budget of a plain query word: ``AUTO`` of the word, or of its letters when it also has
+    digits (which must match exactly); 0 for numbers, identifiers and CJK."""
+    if is_compound(word) or is_cjk(word):
+        return 0
+    key = mixed_key(word)
+    if key is not None:
+        return typo_budget(key[1])
+    if any(ch.isdecimal() for ch in word):
+        return 0
+    return typo_budget(word)
+
+
+def typo_match(word: str, token: str, budget: int) -> int | None:
+    """Edit distance of ``token`` from ``word`` when within ``budget`` under the digit rule (equal
+    digit skeletons, edits in the letters only), else ``None``."""
+    key = mixed_key(word)
+    if key is not None:
+        other = mixed_key(token)
+        if other is None or other[0] != key[0]:
+            return None
+        a, b = key[1], other[1]
+    else:
+        a, b = word, token
+    if abs(len(a) - len(b)) > budget:
+        return None
+    distance = OSA.distance(a, b, score_cutoff=budget)
+    return distance if distance <= budget else None
+
+
+def extends(token: str, fragment: str) -> float:
+    """The prefix tier of ``token`` for ``fragment`` (0: ``token`` does not start with it, or is it):
+    :data:`TIER_PREFIX_NUMBER` when a fragment ending in a digit goes on into a longer number."""
+    if len(token) <= len(fragment) or not token.startswith(fragment):
+        return 0.0
+    if fragment[-1].isdecimal() and token[len(fragment)].isdecimal():
+        return TIER_PREFIX_NUMBER
+    return TIER_PREFIX
+
+
+def fuzzy_tier(distance: int) -> float:
+    """The tier of a typo match ``distance`` edits away."""
+    return TIER_FUZZY if distance <= 1 else TIER_FUZZY2
+
+
+def phrase_words(words: Sequence[str]) -> list[str]:
+    """The query as index tokens (identifiers split into their parts), for the phrase bonus."""
+    return WORD_RE.findall(" ".join(words))
+
+
+@dataclass(slots=True)
+class _Text:
+    """One entry text as the tiers see it."""
+
+    exact: set[str]
+    folded: list[str]
+    folded_set: set[str]
+    joined: str
+    idents: set[str]
+    exact_joined: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, text: str) -> _Text:
+        lowered = text.lower()
+        exact = WORD_RE.findall(lowered)
+        folded_text = fold(lowered)
+        folded = WORD_RE.findall(folded_text)
+        return cls(
+            exact=set(exact),
+            folded=folded,
+            folded_set=set(folded),
+            joined=f" {' '.join(folded)} ",
+            idents=set(IDENT_RE.findall(folded_text)),
+            exact_joined=f" {' '.join(exact)} ",
+        )
+
+    def count(self, word: str) -> int:
+        if not self.counts:
+            for token in self.folded:
+                self.counts[token] = self.counts.get(token, 0) + 1
+        return self.counts.get(word, 0)
+
+
+def _plain_tier(raw: str, word: str, text: _Text, last: bool) -> float:
+    if raw in text.exact:
         return TIER_EXACT
-    if folded in folded_tokens:
+    if word in text.folded_set:
         return TIER_FOLDED
-    budget = 0 if any(ch.isdigit() for ch in folded) else typo_budget(folded)
-    if budget:
-        for token in folded_tokens:
-            if (
-                abs(len(token) - len(folded)) <= budget
-                and OSA.distance(folded, token, score_cutoff=budget) <= budget
-            ):
-                return TIER_FUZZY
-    if len(folded) >= 3 and folded in folded_text:
+    best = 0.0
+    if last and len(word) >= 3:
+        best = max((extends(t, word) for t in text.folded_set), default=0.0)
+        if best == TIER_PREFIX:
+            return best
+    budget = fuzzy_budget(word)
+    if budget and best < TIER_FUZZY:
+        distances = [d for t in text.folded_set if (d := typo_match(word, t, budget)) is not None]
+        if distances:
+            best = max(best, fuzzy_tier(min(distances)))
+    if not best and len(word) >= 3 and word in text.joined:
+        return TIER_SUBSTRING
+    return best
+
+
+def _compound_tier(raw: str, word: str, text: _Text) -> float:
+    if word in text.idents:
+        return TIER_EXACT if raw == word else TIER_FOLDED
+    parts = WORD_RE.findall(word)
+    if f" {' '.join(parts)} " in text.joined:
+        return TIER_FOLDED
+    if len(word) >= 3 and (best := max((extends(t, word) for t in text.idents), default=0.0)):
+        return best
+    if parts and all(_plain_tier(p, p, text, False) for p in parts):
         return TIER_SUBSTRING
     return 0.0
+
+
+def _cjk_tier(raw: str, word: str, text: _Text) -> float:
+    if raw in text.exact:
+        return TIER_EXACT
+    if word in text.joined:  # inside a CJK run (runs are whole tokens, words have no spaces)
+        return TIER_FOLDED
+    return 0.0
+
+
+def word_tier(raw: str, word: str, text: _Text, last: bool) -> float:
+    if is_compound(word):
+        return _compound_tier(raw, word, text)
+    if is_cjk(word):
+        return _cjk_tier(raw, word, text)
+    return _plain_tier(raw, word, text, last)
+
+
+def max_bonus(words: Sequence[str]) -> float:
+    """The most the occurrence and field bonuses can add to a score."""
+    return len(words) * (MAX_COUNTED - 1) * OCCURRENCE + FIELD_BONUS
 
 
 def score_text(
     text: str, raw_words: Sequence[str], words: Sequence[str], *, weight: float = 1.0, partial: bool = False
 ) -> float | None:
     """The score of ``text`` for the query, or ``None`` when it does not match (every word must,
-    unless ``partial``, when at least one must)."""
-    lowered = text.lower()
-    exact_tokens = {m.group() for m in WORD_RE.finditer(lowered)}
-    folded_text = fold(lowered)
-    folded_tokens = {m.group() for m in WORD_RE.finditer(folded_text)}
+    unless ``partial``, when at least one must). ``weight`` below 1 marks tool arguments."""
+    seen = _Text.of(text)
     total = 0.0
     matched = 0
-    for raw, folded in zip(raw_words, words, strict=True):
-        tier = _word_tier(raw, folded, exact_tokens, folded_tokens, folded_text)
+    for index, (raw, word) in enumerate(zip(raw_words, words, strict=True)):
+        tier = word_tier(raw, word, seen, index == len(words) - 1)
         if tier:
             matched += 1
-            total += tier * weight
+            total += tier
+            if not is_compound(word) and not is_cjk(word):
+                total += OCCURRENCE * (min(seen.count(word), MAX_COUNTED) - 1 if seen.count(word) else 0)
         elif not partial:
             return None
     if matched == 0:
         return None
     if len(words) > 1:
-        phrase = " ".join(raw_words)
-        if phrase in " ".join(m.group() for m in WORD_RE.finditer(lowered)):
+        if f" {' '.join(phrase_words(raw_words))} " in seen.exact_joined:
             total += PHRASE_EXACT
-        elif " ".join(words) in " ".join(m.group() for m in WORD_RE.finditer(folded_text)):
+        elif f" {' '.join(phrase_words(words))} " in seen.joined:
             total += PHRASE_FOLDED
+    if weight >= 1.0:
+        total += FIELD_BONUS
     return total

@@ -6,24 +6,23 @@ validation (:func:`~sessionlog.query.plan.plan_request`), errors, ranking tiers
 (:func:`~sessionlog.query.scoring.score_text`), excerpts, browse order, ``searched`` count and
 signed cursors. Every statement carries the scope as a SQL condition.
 
-How a search runs, index-backed throughout (no statement scans the events table):
+How a search runs, index-backed throughout (no statement scans the events table), phase by phase
+from the best tier down (:mod:`sessionlog.query.candidates` builds each query word's lookups):
 
-1. **Typo candidates** per query word (3+ letters, no digits): vocabulary terms within the word's
-   edit budget, found in the ``terms`` table by an index range on the word's first half (prefix) and
-   one on its second half (suffix, on reversed terms) — every one-edit variant keeps one of the two —
-   plus, for two-edit words, terms sharing enough padded trigrams with it (``terms_tri``: one
-   ``MATCH`` per trigram, counted with ``GROUP BY … HAVING``); each is verified with a real
-   edit distance (rapidfuzz OSA) and the closest :data:`MAX_EXPANSIONS` kept.
-2. **Candidate entries** per word: the word as a whole folded word (``events_words``), any of its
-   typo candidates (``events_words``, ``OR``), or the word as a substring (``events_tri``); all
-   words must match (or, for the closest-matches fallback, one). The scope and kind filters are
-   applied to these rows by primary key.
-3. **Ranking**: SQL gives each candidate an upper bound of its score from which index matched (the
-   tiers of :mod:`sessionlog.query.scoring`), then candidates are scored exactly with
-   :func:`score_text` in bound order until no remaining bound can reach the page: the result is the
-   exact top of the Python ranking without reading every candidate's text. Equal scores are ordered
-   like OpenSearch's small BM25 term orders them (rarer words, more occurrences, closer spellings:
-   FTS5 ``bm25`` of the word and typo arms), then by recency.
+1. **Exact**: the word as a folded word (``events_words``), an identifier whole or as its parts in a
+   row (``events_ident``, ``events_tri``), a CJK word as its bigrams (``events_cjk``), and the phrase.
+2. **Prefix**: the last word as the start of a word (FTS5 prefix query), an identifier fragment as
+   the start of an identifier (``" get_t"`` in ``events_ident``).
+3. **Typo**: the word's typo candidates — terms of the scope's own workspaces' vocabulary
+   (``vocab``) within its edit budget, every one of them (digits exact in words with digits).
+4. **Substring**: the word inside longer tokens (``events_tri``); an identifier's parts anywhere.
+
+Each phase adds its hits; SQL gives each candidate an upper bound of its score from the tiers of the
+lookups that found it, then candidates are scored exactly with :func:`score_text` in bound order
+until no remaining bound can reach the page: the result is the exact top of the Python ranking
+without reading every candidate's text, and later phases run only when the page still needs them.
+Ties are broken like on OpenSearch: occurrences and text-over-arguments are in the score, then
+recency (seq descending), then session id.
 """
 
 from __future__ import annotations
@@ -37,23 +36,17 @@ from datetime import datetime
 from typing import Any, Final, Unpack
 
 import orjson
-from rapidfuzz.distance import OSA
 
+from sessionlog.query import candidates as arms_of
 from sessionlog.query.builder import QueryPlan
+from sessionlog.query.candidates import MAX_EXPANSIONS, WordArms, typo_candidates
 from sessionlog.query.config import check_int, check_scope
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
 from sessionlog.query.options import SQLiteProviderOptions
 from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
-from sessionlog.query.scoring import (
-    PHRASE_EXACT,
-    TIER_EXACT,
-    TIER_FUZZY,
-    TIER_SUBSTRING,
-    score_text,
-    typo_budget,
-)
+from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus, phrase_words, score_text
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
 
 __all__ = [
@@ -68,47 +61,8 @@ __all__ = [
 #: The name of the embedded log in live views and watermarks (one partition, 0).
 LOG_TOPIC: Final = "log"
 _CHUNK: Final = 500  # rids per ``IN`` list
-#: Typo candidates kept per query word (OpenSearch's fuzzy query expands to 50 terms).
-MAX_EXPANSIONS: Final = 64
-#: Vocabulary terms a trigram probe may return before verification.
-_TRIGRAM_PROBE_LIMIT: Final = 2000
 _ARGS_WEIGHT: Final = 0.75
-_TOP: Final = "\U0010ffff"
 _EPSILON: Final = 1e-9
-
-
-_EXACT, _TYPO, _SUBSTRING = 0, 1, 2
-#: ``tier * _SCALE + tiebreak`` packs a hit's tier and its BM25 tiebreak into one sortable number.
-_SCALE: Final = 1_000_000.0
-
-
-class _Word:
-    """One folded query word: which tiers it can reach beyond a whole-word match."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.budget = _fuzzy_budget(text)
-        self.expansions: list[tuple[int, str]] = []
-        # Until the typo candidates are known, a substring hit may also be a typo match.
-        self.substring_tier = 0.0 if len(text) < 3 else (TIER_FUZZY if self.budget else TIER_SUBSTRING)
-
-    def expand(self, conn: sqlite3.Connection, limit: int) -> None:
-        self.expansions, complete = _expansions(conn, self.text, limit)
-        if complete and self.substring_tier:
-            # Every term within the budget is an expansion: a substring-only hit is only a substring.
-            self.substring_tier = TIER_SUBSTRING
-
-    def has(self, phase: int) -> bool:
-        return bool(self.expansions) if phase == _TYPO else bool(self.substring_tier)
-
-    def best_after(self, phase: int) -> float:
-        """The best tier this word can reach through arms of later phases (0: none)."""
-        later = []
-        if phase < _TYPO and self.budget:
-            later.append(TIER_FUZZY)
-        if phase < _SUBSTRING and self.substring_tier:
-            later.append(self.substring_tier)
-        return max(later, default=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,86 +72,6 @@ class _Candidate:
     session_id: str
     bound: float
     tiebreak: float
-
-
-def _phrase(text: str) -> str:
-    """An FTS5 string literal (a phrase of whatever tokens the table's tokenizer makes of it)."""
-    return '"' + text.replace('"', '""') + '"'
-
-
-def _fuzzy_budget(word: str) -> int:
-    # The tiers of scoring.score_text: no typo tier for a word with digits.
-    return 0 if any(ch.isdigit() for ch in word) else typo_budget(word)
-
-
-def typo_candidates(conn: sqlite3.Connection, word: str, *, limit: int = MAX_EXPANSIONS) -> list[str]:
-    """Vocabulary terms within ``word``'s typo budget (not the word itself), closest first.
-
-    Index-backed: ``(len, term)`` and ``(len, rterm)`` ranges for the halves of the word, and the
-    padded trigrams of the word in ``terms_tri`` for words with a two-edit budget."""
-    return [term for _, term in _expansions(conn, word, limit)[0]]
-
-
-def _expansions(conn: sqlite3.Connection, word: str, limit: int) -> tuple[list[tuple[int, str]], bool]:
-    """``(edit distance, term)`` of :func:`typo_candidates`, and whether nothing was cut (neither
-    the ``limit`` nor the trigram probe's cap was reached)."""
-    budget = _fuzzy_budget(word)
-    n = len(word)
-    if budget == 0:
-        return [], True
-    found: set[str] = set()
-    complete = True
-    # Every one-edit variant keeps the first half or the second half (around the middle letter).
-    half = n // 2
-    prefix, suffix = word[:half], word[half + 1 :]
-    for length in range(max(1, n - budget), n + budget + 1):
-        if prefix:
-            found.update(
-                r[0]
-                for r in conn.execute(
-                    "SELECT term FROM terms WHERE len = ? AND term >= ? AND term < ?",
-                    (length, prefix, prefix + _TOP),
-                )
-            )
-        if suffix:
-            rsuffix = suffix[::-1]
-            found.update(
-                r[0]
-                for r in conn.execute(
-                    "SELECT term FROM terms WHERE len = ? AND rterm >= ? AND rterm < ?",
-                    (length, rsuffix, rsuffix + _TOP),
-                )
-            )
-    if budget >= 2:
-        probed = _trigram_probe(conn, word, budget)
-        complete = len(probed) < _TRIGRAM_PROBE_LIMIT
-        found.update(probed)
-    scored = []
-    for term in found:
-        if term == word or abs(len(term) - n) > budget:
-            continue
-        distance = OSA.distance(word, term, score_cutoff=budget)
-        if distance <= budget:
-            scored.append((distance, term))
-    scored.sort()
-    return scored[:limit], complete and len(scored) <= limit
-
-
-def _trigram_probe(conn: sqlite3.Connection, word: str, budget: int) -> list[str]:
-    """Terms of a similar length sharing at least ``max(1, g - 4 * budget)`` of the word's ``g``
-    distinct padded trigrams (an edit removes at most three of them, an adjacent swap four)."""
-    padded = f" {word} "
-    grams = list(dict.fromkeys(padded[i : i + 3] for i in range(len(padded) - 2)))
-    need = max(1, len(grams) - 4 * budget)
-    union = " UNION ALL ".join("SELECT rowid AS tid FROM terms_tri WHERE terms_tri MATCH ?" for _ in grams)
-    sql = (
-        f"SELECT t.term FROM (SELECT tid, count(*) AS shared FROM ({union}) GROUP BY tid "
-        "HAVING count(*) >= ?) c JOIN terms t ON t.tid = c.tid WHERE t.len BETWEEN ? AND ? "
-        "ORDER BY c.shared DESC LIMIT ?"
-    )
-    params: list[Any] = [_phrase(g) for g in grams]
-    params += [need, len(word) - budget, len(word) + budget, _TRIGRAM_PROBE_LIMIT]
-    return [r[0] for r in conn.execute(sql, params)]
 
 
 class SQLiteEngine:
@@ -345,14 +219,17 @@ class SQLiteEngine:
         last one). Hits accumulate in ``temp.sl_hits`` (rolled back with the read transaction), and
         the keys do not depend on the phase, so cursor pages stay consistent."""
         need = offset + size
-        words = [_Word(word) for word in plan.words]
-        ceiling = PHRASE_EXACT if len(words) > 1 else 0.0
+        last = len(plan.words) - 1
+        words = [WordArms(word, last=i == last) for i, word in enumerate(plan.words)]
+        ceiling = (PHRASE_EXACT if len(words) > 1 else 0.0) + max_bonus(plan.words)
+        workspaces = arms_of.scope_workspaces(conn, self.scope.kind, self.scope.ids)
         conn.execute("DELETE FROM temp.sl_hits")
-        for phase in (_EXACT, _TYPO, _SUBSTRING):
-            if phase == _TYPO:
+        top: list[tuple[int, float]] = []
+        for phase in arms_of.PHASES:
+            if phase == arms_of.TYPO:
                 for word in words:
-                    word.expand(conn, self.max_expansions)
-            if phase != _EXACT and not any(w.has(phase) for w in words):
+                    word.expand(conn, workspaces, self.max_expansions)
+            if phase != arms_of.EXACT and not any(w.has(phase) for w in words):
                 continue
             self._insert_hits(conn, words, phase)
             candidates = self._candidates(conn, plan, len(words), session_id, partial)
@@ -366,39 +243,18 @@ class SQLiteEngine:
         return top[offset:], hints
 
     @staticmethod
-    def _insert_hits(conn: sqlite3.Connection, words: Sequence[_Word], phase: int) -> None:
-        """Add the index hits of ``phase``'s arms: ``(rid, word number, tier * 1e6 + tiebreak)``.
-
-        The tiebreak is BM25 from ``events_words`` (rarer words, more occurrences, shorter entries),
-        halved for one-edit and quartered for two-edit spellings: OpenSearch's small BM25 term,
-        never crossing a tier. The phrase arm (word number -1) comes with the first phase."""
+    def _insert_hits(conn: sqlite3.Connection, words: Sequence[WordArms], phase: int) -> None:
+        """Add the index hits of ``phase``'s arms: ``(rid, word number, tier bound)``. The phrase
+        arm (word number -1) comes with the first phase."""
         arms: list[str] = []
         params: list[Any] = []
         for i, word in enumerate(words):
-            if phase == _EXACT:
-                arms.append(
-                    f"SELECT rowid, {i}, {TIER_EXACT * _SCALE} - bm25(events_words) "
-                    "FROM events_words WHERE events_words MATCH ?"
-                )
-                params.append(_phrase(word.text))
-            elif phase == _TYPO:
-                for distance, factor in ((1, 0.5), (2, 0.25)):
-                    terms = [term for d, term in word.expansions if d == distance]
-                    if terms:
-                        arms.append(
-                            f"SELECT rowid, {i}, {TIER_FUZZY * _SCALE} - {factor} * bm25(events_words) "
-                            "FROM events_words WHERE events_words MATCH ?"
-                        )
-                        params.append(" OR ".join(_phrase(t) for t in terms))
-            elif word.substring_tier:
-                arms.append(
-                    f"SELECT rowid, {i}, {word.substring_tier * _SCALE} "
-                    "FROM events_tri WHERE events_tri MATCH ?"
-                )
-                params.append(_phrase(word.text))
-        if phase == _EXACT and len(words) > 1:
-            arms.append(f"SELECT rowid, -1, {PHRASE_EXACT * _SCALE} FROM events_tri WHERE events_tri MATCH ?")
-            params.append(_phrase(" ".join(w.text for w in words)))
+            for arm in word.arms(phase):
+                arms.append(f"SELECT rowid, {i}, {arm.tier} FROM ({arm.sql})")
+                params.extend(arm.params)
+        if phase == arms_of.EXACT and len(words) > 1:
+            arms.append(f"SELECT rowid, -1, {PHRASE_EXACT} FROM events_tri WHERE events_tri MATCH ?")
+            params.append(arms_of.phrase(" ".join(phrase_words([w.text for w in words]))))
         if arms:
             conn.execute(f"INSERT INTO temp.sl_hits (rid, w, v) {' UNION ALL '.join(arms)}", params)
 
@@ -410,21 +266,17 @@ class SQLiteEngine:
         filters by primary key."""
         best = ", ".join(f"max(CASE WHEN w = {i} THEN v END) AS m{i}" for i in range(n))
         present = " + ".join(f"max(w = {i})" for i in range(n))
-        tiers = " + ".join(f"coalesce(CAST(m{i} / {_SCALE} AS INTEGER), 0)" for i in range(n))
-        breaks = " + ".join(
-            f"coalesce(m{i} - CAST(m{i} / {_SCALE} AS INTEGER) * {_SCALE}, 0)" for i in range(n)
-        )
-        weight = f"(CASE WHEN e.type = 'tool/call' THEN {_ARGS_WEIGHT} ELSE 1.0 END)"
+        tiers = " + ".join(f"coalesce(m{i}, 0)" for i in range(n))
         scope_sql, scope_params = self._scope_sql(session_id)
         filter_sql, filter_params = self._filter_sql(plan)
+        bonus = max_bonus(plan.words)
         sql = (
-            f"WITH cand AS (SELECT rid, {best}, max(CASE WHEN w < 0 THEN v ELSE 0 END) / {_SCALE} AS ph "
+            f"WITH cand AS (SELECT rid, {best}, max(CASE WHEN w < 0 THEN v ELSE 0 END) AS ph "
             f"FROM temp.sl_hits GROUP BY rid HAVING {present} {'>= 1' if partial else f'= {n}'}) "
-            f"SELECT e.rid, e.seq, e.session_id, ({tiers}) * {weight} + c.ph AS bound, "
-            f"({breaks}) * {weight} AS tb "
+            f"SELECT e.rid, e.seq, e.session_id, ({tiers}) + c.ph + {bonus} AS bound, 0.0 AS tb "
             "FROM cand c CROSS JOIN events e ON e.rid = c.rid "
             f"WHERE {scope_sql} AND {filter_sql} "
-            "ORDER BY bound DESC, tb DESC, e.seq DESC, e.session_id ASC"
+            "ORDER BY bound DESC, e.seq DESC, e.session_id ASC"
         )
         return [
             _Candidate(int(r[0]), int(r[1]), str(r[2]), float(r[3]), float(r[4]))

@@ -1,0 +1,264 @@
+"""Candidate generation for the embedded provider: per query word, the full-text lookups ("arms")
+that find every entry the word can match at each tier of :mod:`sessionlog.query.scoring`, and its
+typo candidates from the scope's own vocabulary.
+
+The tables are those of :mod:`sessionlog.indexer.sqlite_view`. Phases run from the best tier down
+(:data:`EXACT`, :data:`PREFIX`, :data:`TYPO`, :data:`SUBSTRING`); an arm's tier is an upper bound of
+the tier :func:`~sessionlog.query.scoring.score_text` gives an entry that only that arm found, so
+the provider can stop as soon as no later phase can reach its page.
+
+Typo candidates come from ``vocab`` restricted to the scope's workspaces, so another tenant's words
+never change this one's results; every term within the budget is kept (no cut that could drop the
+right one), up to a safety valve that marks the expansion incomplete instead.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sessionlog.indexer.textfold import WORD_RE, cjk_grams, is_cjk
+from sessionlog.query.scoring import (
+    TIER_EXACT,
+    TIER_FOLDED,
+    TIER_FUZZY,
+    TIER_FUZZY2,
+    TIER_PREFIX,
+    TIER_SUBSTRING,
+    fuzzy_budget,
+    is_compound,
+    typo_match,
+)
+
+__all__ = [
+    "EXACT",
+    "MAX_EXPANSIONS",
+    "PHASES",
+    "PREFIX",
+    "SUBSTRING",
+    "TYPO",
+    "Arm",
+    "WordArms",
+    "phrase",
+    "scope_workspaces",
+    "typo_candidates",
+]
+
+EXACT, PREFIX, TYPO, SUBSTRING = 0, 1, 2, 3
+PHASES: Final = (EXACT, PREFIX, TYPO, SUBSTRING)
+#: A safety valve, not a ranking cut: past it the expansion is marked incomplete (substring hits
+#: then keep a typo-tier bound) rather than silently losing candidates.
+MAX_EXPANSIONS: Final = 10_000
+#: Vocabulary terms a trigram probe may return before verification (closest first).
+_TRIGRAM_PROBE_LIMIT: Final = 20_000
+_TOP: Final = "\U0010ffff"
+
+
+def phrase(text: str) -> str:
+    """An FTS5 string literal (a phrase of whatever tokens the table's tokenizer makes of it)."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class Arm:
+    """One lookup: ``sql`` selects the ``rowid`` of matching events; ``tier`` bounds their tier."""
+
+    sql: str
+    params: tuple[Any, ...]
+    tier: float
+
+
+def _words_arm(match: str, tier: float) -> Arm:
+    return Arm("SELECT rowid FROM events_words WHERE events_words MATCH ?", (match,), tier)
+
+
+def _table_arm(table: str, match: str, tier: float) -> Arm:
+    return Arm(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (match,), tier)
+
+
+class WordArms:
+    """One folded query word: its arms per phase and its typo candidates (after :meth:`expand`)."""
+
+    def __init__(self, text: str, *, last: bool = False) -> None:
+        self.text = text
+        self.last = last
+        self.compound = is_compound(text)
+        self.cjk = not self.compound and is_cjk(text)
+        self.budget = fuzzy_budget(text)
+        self.parts = [WordArms(p) for p in WORD_RE.findall(text)] if self.compound else []
+        self.expansions: list[tuple[int, str]] = []
+        self.expanded = False
+        self.complete = True
+
+    @property
+    def plain(self) -> bool:
+        return not (self.compound or self.cjk)
+
+    def expand(
+        self, conn: sqlite3.Connection, workspaces: Sequence[str], limit: int = MAX_EXPANSIONS
+    ) -> None:
+        """Find the typo candidates (this word's, or its parts')."""
+        if self.expanded:
+            return
+        self.expanded = True
+        for part in self.parts:
+            part.expand(conn, workspaces, limit)
+        if self.budget:
+            self.expansions, self.complete = expansions(conn, self.text, workspaces, limit)
+
+    def substring_tier(self) -> float:
+        if not self.plain or len(self.text) < 3:
+            return TIER_SUBSTRING if self.compound and self.parts else 0.0
+        # Until every typo candidate is known, a substring hit may also be a typo match.
+        if self.budget and not (self.expanded and self.complete):
+            return TIER_FUZZY
+        return TIER_SUBSTRING
+
+    def _prefix_ok(self) -> bool:
+        return len(self.text) >= 3 and (self.compound or (self.plain and self.last))
+
+    def arms(self, phase: int) -> list[Arm]:
+        """The lookups of ``phase`` (after :meth:`expand` for :data:`TYPO` and later)."""
+        word = self.text
+        if phase == EXACT:
+            if self.cjk:
+                grams = cjk_grams(word) if len(word) > 2 else [word]
+                return [_table_arm("events_cjk", phrase(" ".join(grams)), TIER_EXACT)]
+            if self.compound:
+                parts = " ".join(p.text for p in self.parts)
+                return [
+                    _table_arm("events_ident", phrase(f" {word} "), TIER_EXACT),
+                    _table_arm("events_tri", phrase(f" {parts} "), TIER_FOLDED),
+                ]
+            return [_words_arm(phrase(word), TIER_EXACT)]
+        if phase == PREFIX and self._prefix_ok():
+            if self.compound:
+                return [_table_arm("events_ident", phrase(f" {word}"), TIER_PREFIX)]
+            return [_words_arm(phrase(word) + " *", TIER_PREFIX)]
+        if phase == TYPO and self.expansions:
+            out = []
+            for distance, tier in ((1, TIER_FUZZY), (2, TIER_FUZZY2)):
+                terms = [phrase(t) for d, t in self.expansions if d == distance]
+                if terms:
+                    out.append(_words_arm(" OR ".join(terms), tier))
+            return out
+        if phase == SUBSTRING:
+            if self.plain and len(word) >= 3:
+                return [_table_arm("events_tri", phrase(word), self.substring_tier())]
+            if self.compound and self.parts:
+                every = " INTERSECT ".join(f"SELECT rowid FROM ({p._any_sql()[0]})" for p in self.parts)
+                params = tuple(v for p in self.parts for v in p._any_sql()[1])
+                return [Arm(every, params, TIER_SUBSTRING)]
+        return []
+
+    def _any_sql(self) -> tuple[str, tuple[Any, ...]]:
+        """Entries where this (plain) part matches at any tier but the prefix one."""
+        terms = [phrase(self.text), *(phrase(t) for _, t in self.expansions)]
+        arms = [_words_arm(" OR ".join(terms), TIER_EXACT)]
+        if len(self.text) >= 3:
+            arms.append(_table_arm("events_tri", phrase(self.text), TIER_SUBSTRING))
+        return " UNION ".join(a.sql for a in arms), tuple(v for a in arms for v in a.params)
+
+    def has(self, phase: int) -> bool:
+        if phase == TYPO:
+            return bool(self.expansions)
+        if phase == PREFIX:
+            return self._prefix_ok()
+        if phase == SUBSTRING:
+            return bool(self.substring_tier())
+        return True
+
+    def best_after(self, phase: int) -> float:
+        """The best tier this word can reach through arms of later phases (0: none)."""
+        later = []
+        if phase < PREFIX and self._prefix_ok():
+            later.append(TIER_PREFIX)
+        if phase < TYPO and self.budget:
+            later.append(TIER_FUZZY)
+        if phase < SUBSTRING:
+            later.append(self.substring_tier())
+        return max(later, default=0.0)
+
+
+def scope_workspaces(conn: sqlite3.Connection, kind: str, ids: Sequence[str]) -> list[str]:
+    """The workspaces whose vocabulary serves a scope: its own, or those of its sessions."""
+    if kind != "sessions":
+        return list(ids)
+    found = []
+    for session_id in ids:
+        row = conn.execute(
+            "SELECT workspace_id FROM events WHERE session_id = ? LIMIT 1", (session_id,)
+        ).fetchone()
+        if row is not None:
+            found.append(str(row[0]))
+    return sorted(set(found))
+
+
+def typo_candidates(
+    conn: sqlite3.Connection, word: str, workspaces: Sequence[str], *, limit: int = MAX_EXPANSIONS
+) -> list[str]:
+    """Terms of the workspaces' vocabulary within ``word``'s typo budget (not the word), closest first."""
+    return [term for _, term in expansions(conn, word, workspaces, limit)[0]]
+
+
+def expansions(
+    conn: sqlite3.Connection, word: str, workspaces: Sequence[str], limit: int = MAX_EXPANSIONS
+) -> tuple[list[tuple[int, str]], bool]:
+    """``(edit distance, term)`` of :func:`typo_candidates`, and whether nothing was cut.
+
+    Index-backed: ``(ws, len, term)`` and ``(ws, len, rterm)`` ranges for the halves of the word
+    (every one-edit variant keeps one of them), and for a two-edit budget the padded trigrams of the
+    word in ``vocab_tri``; each candidate is verified by :func:`~sessionlog.query.scoring.typo_match`."""
+    budget = fuzzy_budget(word)
+    n = len(word)
+    if budget == 0 or not workspaces:
+        return [], True
+    marks = ",".join("?" * len(workspaces))
+    found: set[str] = set()
+    complete = True
+    half = n // 2
+    prefix, suffix = word[:half], word[half + 1 :]
+    for length in range(max(1, n - budget), n + budget + 1):
+        for column, start in (("term", prefix), ("rterm", suffix[::-1])):
+            if start:
+                found.update(
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len = ? "
+                        f"AND {column} >= ? AND {column} < ?",
+                        (*workspaces, length, start, start + _TOP),
+                    )
+                )
+    if budget >= 2:
+        probed = _trigram_probe(conn, word, budget, workspaces)
+        complete = len(probed) < _TRIGRAM_PROBE_LIMIT
+        found.update(probed)
+    scored = []
+    for term in found:
+        if term == word:
+            continue
+        distance = typo_match(word, term, budget)
+        if distance is not None:
+            scored.append((distance, term))
+    scored.sort()
+    return scored[:limit], complete and len(scored) <= limit
+
+
+def _trigram_probe(conn: sqlite3.Connection, word: str, budget: int, workspaces: Sequence[str]) -> list[str]:
+    """Terms of a similar length sharing at least ``max(1, g - 4 * budget)`` of the word's ``g``
+    distinct padded trigrams (an edit removes at most three of them, an adjacent swap four)."""
+    padded = f" {word} "
+    grams = list(dict.fromkeys(padded[i : i + 3] for i in range(len(padded) - 2)))
+    need = max(1, len(grams) - 4 * budget)
+    union = " UNION ALL ".join("SELECT rowid AS tid FROM vocab_tri WHERE vocab_tri MATCH ?" for _ in grams)
+    marks = ",".join("?" * len(workspaces))
+    sql = (
+        f"SELECT v.term FROM (SELECT tid, count(*) AS shared FROM ({union}) GROUP BY tid "
+        "HAVING count(*) >= ?) c JOIN vocab v ON v.tid = c.tid WHERE v.len BETWEEN ? AND ? "
+        f"AND v.ws IN ({marks}) ORDER BY c.shared DESC LIMIT ?"
+    )
+    params: list[Any] = [phrase(g) for g in grams]
+    params += [need, len(word) - budget, len(word) + budget, *workspaces, _TRIGRAM_PROBE_LIMIT]
+    return [r[0] for r in conn.execute(sql, params)]
