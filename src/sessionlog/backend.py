@@ -8,7 +8,9 @@ configured means servers wanted). The embedded file is ``SESSIONLOG_SQLITE_PATH`
 The factories return the same surfaces for both backends:
 
 * :meth:`Backend.open_log` — an entry log (``append`` / ``append_header`` / ``flush`` / ``close``);
-* :meth:`Backend.open_indexer` — an indexer (``run(until_idle=..., stop=...)`` → stats, ``close``);
+* :meth:`Backend.open_indexer` — a :class:`~sessionlog.indexer.runner.Runner` (``run(until_idle=...,
+  stop=...)`` → stats, ``close``);
+* :meth:`Backend.open_dead_letters` — the :class:`~sessionlog.indexer.ports.DeadLetters` store;
 * :meth:`Backend.open_provider` — a :class:`~sessionlog.query.contract.SessionQuery` provider;
 * :meth:`Backend.open_reader` — a session reader (``list_sessions``, ``read_event``, ``trace_event``…);
 * :meth:`Backend.open_async_provider` / :meth:`Backend.open_async_reader` — the same for asyncio.
@@ -31,9 +33,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
-    from sessionlog.indexer.embedded import EmbeddedIndexer
+    from sessionlog.indexer.ports import DeadLetters
+    from sessionlog.indexer.runner import Runner
     from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
-    from sessionlog.indexer.worker import IndexerWorker
     from sessionlog.ingest.entry_log import EntryLog
     from sessionlog.ingest.settings import KafkaSettings
     from sessionlog.query.aio import AsyncSearchProvider, AsyncSessionReader
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
     from sessionlog.query.sqlite_provider import SQLiteProvider
     from sessionlog.query.sqlite_reader import SQLiteSessionReader
 
-    Indexer = IndexerWorker | EmbeddedIndexer
     Provider = OpenSearchProvider | SQLiteProvider
     Reader = SessionReader | SQLiteSessionReader
 
@@ -107,22 +108,22 @@ class BackendSettings(BaseSettings):
 
 
 class _CatchUp:
-    """Runs an embedded indexer (opened on first use) until idle; the provider closes it."""
+    """Runs an embedded runner (opened on first use) until idle; the provider closes it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._indexer: EmbeddedIndexer | None = None
+        self._indexer: Runner | None = None
         self._closed = False
 
     def __call__(self) -> None:
-        from sessionlog.indexer.embedded import EmbeddedIndexer
+        from sessionlog.indexer.embedded import embedded_runner
 
         with self._lock:
             if self._closed or not self.path.exists():
                 return  # nothing appended yet; a read command must not create the file
             if self._indexer is None:
-                self._indexer = EmbeddedIndexer(self.path)
+                self._indexer = embedded_runner(self.path)
             while self._indexer.step():
                 pass
 
@@ -200,19 +201,33 @@ class Backend:
         ensure_topics(self.kafka)
         return Appender(self.kafka)
 
-    def open_indexer(self, *, metrics_port: int | None = None) -> Indexer:
-        """The indexer that keeps the projection current (``run(until_idle=True)`` to catch up)."""
+    def open_indexer(self, *, metrics_port: int | None = None) -> Runner:
+        """The runner that keeps the projection current (``run(until_idle=True)`` to catch up)."""
         if self.name == "embedded":
-            from sessionlog.indexer.embedded import EmbeddedIndexer
+            from sessionlog.indexer.embedded import embedded_runner
+            from sessionlog.indexer.settings import IndexerSettings
 
-            return EmbeddedIndexer(self.sqlite_path, metrics_port=metrics_port)
-        from sessionlog.indexer.worker import IndexerWorker
+            idle = settings_from_env(IndexerSettings).idle_timeout_s
+            return embedded_runner(self.sqlite_path, metrics_port=metrics_port, idle_timeout_s=idle)
+        from sessionlog.indexer.worker import kafka_runner
 
         assert self.indexer is not None
         settings = self.indexer
         if metrics_port is not None:
             settings = settings.model_copy(update={"metrics_port": metrics_port})
-        return IndexerWorker(self.kafka, self.opensearch, settings)
+        return kafka_runner(self.kafka, self.opensearch, settings)
+
+    def open_dead_letters(self) -> DeadLetters:
+        """Where the indexer parks records it cannot project (DLQ topic, or the file's table)."""
+        if self.name == "embedded":
+            from sessionlog.indexer.embedded import open_embedded
+            from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters
+
+            return SQLiteDeadLetters(open_embedded(self.sqlite_path), owns_conn=True)
+        from sessionlog.indexer.kafka_deadletters import KafkaDeadLetters
+
+        assert self.kafka is not None
+        return KafkaDeadLetters(self.kafka)
 
     def open_provider(self, scope: Scope, **kwargs: Any) -> Provider:
         """A search provider pinned to ``scope`` (keyword arguments go to the provider)."""
@@ -267,7 +282,7 @@ def open_log(backend: Backend | None = None) -> EntryLog:
     return (backend or current_backend()).open_log()
 
 
-def open_indexer(backend: Backend | None = None, *, metrics_port: int | None = None) -> Indexer:
+def open_indexer(backend: Backend | None = None, *, metrics_port: int | None = None) -> Runner:
     return (backend or current_backend()).open_indexer(metrics_port=metrics_port)
 
 

@@ -106,7 +106,10 @@ def topic(kafka: KafkaSettings) -> Iterator[KafkaSettings]:
             admin.close()
 
 
-def run_sessionlog(kafka: KafkaSettings, data: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+def run_sessionlog(
+    kafka: KafkaSettings, data: list[dict[str, Any]], *, batch: int = 0, **options: Any
+) -> dict[str, Any]:
+    """``batch`` > 0: ``append_many`` of that many records per call (latency is per call)."""
     with topic(kafka) as settings, tempfile.TemporaryDirectory() as spool:
         opts = AppenderSettings(spool_dir=Path(spool), **options)
         with Appender(settings, opts) as appender:
@@ -114,24 +117,78 @@ def run_sessionlog(kafka: KafkaSettings, data: list[dict[str, Any]], **options: 
             appender.flush(60)
             lat: list[int] = []
             clock = time.perf_counter_ns
+            rest = data[1:]
+            cpu = time.process_time()
             started = clock()
-            for record in data[1:]:
-                t0 = clock()
-                appender.append(record)
-                lat.append(clock() - t0)
+            if batch:
+                for i in range(0, len(rest), batch):
+                    t0 = clock()
+                    appender.append_many(rest[i : i + batch])
+                    lat.append(clock() - t0)
+            else:
+                for record in rest:
+                    t0 = clock()
+                    appender.append(record)
+                    lat.append(clock() - t0)
             appended = clock()
             appender.flush(300)
             done = clock()
+            cpu = time.process_time() - cpu
             stats = appender.stats()
     n = len(data) - 1
     return {
-        "system": "sessionlog",
-        "options": options,
+        "system": "sessionlog" if not batch else "sessionlog append_many",
+        "options": {**options, **({"batch": batch} if batch else {})},
         "events": n,
         **percentiles(lat),
         "append_eps": n / ((appended - started) / 1e9),
         "sustained_eps": n / ((done - started) / 1e9),
+        "cpu_us_per_event": cpu * 1e6 / n,
         "spooled": stats.spooled,
+    }
+
+
+def run_kafka_python(kafka: KafkaSettings, data: list[dict[str, Any]]) -> dict[str, Any]:
+    """kafka-python alone with the appender's producer settings, pre-encoded records, one
+    callback per record: the ceiling of the design's client on this machine."""
+    from kafka import KafkaProducer
+
+    from sessionlog.ingest.producer import producer_config
+
+    with topic(kafka) as settings:
+        producer = KafkaProducer(**producer_config(settings, AppenderSettings(spool=False, durable=False)))
+        try:
+            encoded = [(encode_key(r), encode_record(r)) for r in (parse_record(d) for d in data)]
+            acked = [0]
+
+            def on_ack(_: Any) -> None:
+                acked[0] += 1
+
+            producer.send(settings.topic, key=encoded[0][0], value=encoded[0][1]).get(60)
+            lat: list[int] = []
+            clock = time.perf_counter_ns
+            cpu = time.process_time()
+            started = clock()
+            for key, value in encoded[1:]:
+                t0 = clock()
+                producer.send(settings.topic, key=key, value=value).add_callback(on_ack)
+                lat.append(clock() - t0)
+            appended = clock()
+            producer.flush(300)
+            done = clock()
+            cpu = time.process_time() - cpu
+        finally:
+            producer.close(10)
+    n = len(data) - 1
+    assert acked[0] == n, (acked[0], n)
+    return {
+        "system": "kafka-python alone (pre-encoded)",
+        "options": {"linger_ms": 5},
+        "events": n,
+        **percentiles(lat),
+        "append_eps": n / ((appended - started) / 1e9),
+        "sustained_eps": n / ((done - started) / 1e9),
+        "cpu_us_per_event": cpu * 1e6 / n,
     }
 
 
@@ -175,6 +232,7 @@ def run_confluent(
             def prepare(i: int) -> tuple[bytes, bytes]:
                 return encoded[i]
 
+        cpu = time.process_time()
         started = clock()
         for i in range(1, len(data)):
             t0 = clock()
@@ -185,6 +243,7 @@ def run_confluent(
         appended = clock()
         producer.flush(300)
         done = clock()
+        cpu = time.process_time() - cpu
         assert not errors, errors[:5]
     n = len(data) - 1
     name = "confluent-kafka + validation" if validate else "confluent-kafka (pre-encoded)"
@@ -195,19 +254,22 @@ def run_confluent(
         **percentiles(lat),
         "append_eps": n / ((appended - started) / 1e9),
         "sustained_eps": n / ((done - started) / 1e9),
+        "cpu_us_per_event": cpu * 1e6 / n,
     }
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| system | options | p50 µs | p99 µs | p99.9 µs | max ms | append ev/s | sustained ev/s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| system | options | p50 µs | p99 µs | p99.9 µs | max ms | append ev/s | sustained ev/s "
+        "| CPU µs/ev |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
         lines.append(
             f"| {r['system']} | {opts} | {r['p50_us']:.1f} | {r['p99_us']:.1f} | {r['p999_us']:.1f} | "
-            f"{r['max_us'] / 1000:.1f} | {r['append_eps']:,.0f} | {r['sustained_eps']:,.0f} |"
+            f"{r['max_us'] / 1000:.1f} | {r['append_eps']:,.0f} | {r['sustained_eps']:,.0f} | "
+            f"{r['cpu_us_per_event']:.1f} |"
         )
     return "\n".join(lines)
 
@@ -220,15 +282,19 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--text-bytes", type=int, default=200)
     parser.add_argument("--tune", action="store_true", help="also sweep linger_ms × batch_size")
+    parser.add_argument(
+        "--quick", action="store_true", help="only the durable default, append_many and the validating peer"
+    )
     args = parser.parse_args()
     kafka = KafkaSettings()
     data = records(args.events + 1, args.sessions, args.text_bytes)
     rows: list[dict[str, Any]] = []
     configs: list[dict[str, Any]] = [
         {"durable": True, "fsync": "interval"},
-        {"durable": False},
-        {"durable": True, "fsync": "always"},
+        {"durable": True, "fsync": "interval", "batch": 500},
     ]
+    if not args.quick:
+        configs += [{"durable": False}, {"durable": True, "fsync": "always"}]
     if args.tune:
         configs += [
             {"durable": True, "linger_ms": linger, "batch_size": batch}
@@ -239,18 +305,26 @@ def main() -> None:
         subset = data if options.get("fsync") != "always" else data[: min(len(data), 5_001)]
         rows.append(run_sessionlog(kafka, subset, **options))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
-    for validate in (False, True):
+    rows.append(run_kafka_python(kafka, data))
+    print(table(rows[-1:]).splitlines()[-1], flush=True)
+    for validate in (True,) if args.quick else (False, True):
         rows.append(run_confluent(kafka, data, validate=validate, linger_ms=5))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
     ours = next(r for r in rows if r["system"] == "sessionlog" and r["options"] == configs[0])
-    peer = next(r for r in rows if r["system"] == "confluent-kafka (pre-encoded)")
+    many = next(r for r in rows if r["system"] == "sessionlog append_many")
     peer_v = next(r for r in rows if r["system"] == "confluent-kafka + validation")
     ratio = {
-        "sustained_vs_confluent": ours["sustained_eps"] / peer["sustained_eps"],
         "sustained_vs_confluent_validated": ours["sustained_eps"] / peer_v["sustained_eps"],
-        "p50_vs_confluent": ours["p50_us"] / peer["p50_us"],
+        "append_many_vs_confluent_validated": many["sustained_eps"] / peer_v["sustained_eps"],
+        "cpu_per_event_vs_confluent_validated": ours["cpu_us_per_event"] / peer_v["cpu_us_per_event"],
         "p50_vs_confluent_validated": ours["p50_us"] / peer_v["p50_us"],
     }
+    client = next(r for r in rows if r["system"].startswith("kafka-python alone"))
+    ratio["kafka_python_alone_vs_confluent_validated"] = client["sustained_eps"] / peer_v["sustained_eps"]
+    ratio["sustained_vs_kafka_python_alone"] = ours["sustained_eps"] / client["sustained_eps"]
+    peer = next((r for r in rows if r["system"] == "confluent-kafka (pre-encoded)"), None)
+    if peer is not None:
+        ratio["sustained_vs_confluent"] = ours["sustained_eps"] / peer["sustained_eps"]
     print()
     print(table(rows))
     print("\nratios (sessionlog durable default / confluent):", json.dumps(ratio, indent=None))
@@ -260,7 +334,12 @@ def main() -> None:
     out.write_text(
         json.dumps(
             {
-                "machine": {"python": platform.python_version(), "cpus": _cpus()},
+                "machine": {
+                    "python": platform.python_version(),
+                    "cpus": _cpus(),
+                    "loadavg": _load(),
+                    "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                },
                 "args": vars(args),
                 "rows": rows,
                 "ratios": ratio,
@@ -269,6 +348,12 @@ def main() -> None:
         )
     )
     print(f"written {out}")
+
+
+def _load() -> list[float]:
+    import os
+
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _cpus() -> int:

@@ -35,7 +35,7 @@ from rich.progress import Progress
 from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.machine import machine_info
 
-from sessionlog.indexer import IndexerSettings, IndexerWorker, OpenSearchSettings, OpenSearchView
+from sessionlog.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, kafka_runner
 from sessionlog.indexer.document import event_document
 from sessionlog.ingest import Appender, KafkaSettings, ensure_topics, parse_record
 from sessionlog.ingest.wire import EventRecord
@@ -80,7 +80,7 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("indexer (Kafka → OpenSearch)", total=len(records))
         started = time.monotonic()
-        with IndexerWorker(kafka, opensearch, settings) as worker:
+        with kafka_runner(kafka, opensearch, settings) as worker:
             stats = worker.run(
                 until_idle=True, on_batch=lambda s: progress.update(task, completed=s.consumed)
             )
@@ -137,7 +137,7 @@ def freshness(rate: float, seconds: float, console: Console) -> dict[str, Any]:
     schema.ensure_schema()
     schema.close()
     stop = threading.Event()
-    worker = IndexerWorker(kafka, opensearch, settings, watermark_interval_s=0.25)
+    worker = kafka_runner(kafka, opensearch, settings, watermark_interval_s=0.25)
     thread = threading.Thread(target=lambda: worker.run(stop=stop))
     thread.start()
     provider = OpenSearchProvider(Scope.workspace("fresh"), opensearch)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import sqlite3
 import sys
 import threading
 from collections.abc import Coroutine, Iterator
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 from sessionlog.backend import Backend
-from sessionlog.indexer.embedded import list_dead_letters
+from sessionlog.indexer.ports import SessionView
 from sessionlog.indexer.sqlite_view import SQLiteView
 from sessionlog.ingest import EntryLog, Position
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
@@ -185,9 +184,13 @@ class Harness:
             return indexer.run(until_idle=True)
 
     def dead_letters(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        store = self.backend.open_dead_letters()
+        try:
+            return store.list(None)
+        finally:
+            store.close()
 
-    def view(self) -> Any:
+    def view(self) -> SessionView:
         raise NotImplementedError
 
     # -- query ----------------------------------------------------------------------------------
@@ -235,13 +238,6 @@ class EmbeddedHarness(Harness):
             for key, value in items:
                 log.append_raw(key, value)
 
-    def dead_letters(self) -> list[dict[str, Any]]:
-        conn = sqlite3.connect(self.path)
-        try:
-            return list_dead_letters(conn, limit=None)
-        finally:
-            conn.close()
-
     def view(self) -> SQLiteView:
         view = SQLiteView(self.path)
         view.ensure_schema()
@@ -268,13 +264,8 @@ class StackHarness(Harness):
         finally:
             producer.close()
 
-    def dead_letters(self) -> list[dict[str, Any]]:
-        from sessionlog.indexer.operations import dlq_list
-
-        return dlq_list(self.pipeline.kafka, limit=None)
-
-    def view(self) -> Any:
-        view = self.pipeline.view()
+    def view(self) -> SessionView:
+        view: SessionView = self.pipeline.view()
         view.ensure_schema()
         return view
 

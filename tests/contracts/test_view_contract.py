@@ -1,9 +1,11 @@
-"""The projection-view contract: the methods BatchProcessor calls behave the same on every view."""
+"""The SessionView contract: both views give the same domain outcomes for the same writes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from sessionlog.indexer.ports import Outcome
 from sessionlog.indexer.projector import Action, SessionProjection
 from sessionlog.ingest import EventRecord, HeaderRecord, parse_record
 
@@ -77,46 +79,51 @@ def _actions(sid: str) -> tuple[list[Action], SessionProjection]:
     return actions, state
 
 
-def test_bulk_creates_updates_and_reports_existing_ids(harness: Harness) -> None:
+def test_writes_report_created_written_replay_and_conflict(harness: Harness) -> None:
     view = harness.view()
     actions, _ = _actions("v-1")
-    results = view.bulk(actions)
-    assert [r.ok for r in results] == [True] * len(actions)
+    results = view.write(actions)
+    expected = [Outcome.CREATED if a.op == "create" else Outcome.WRITTEN for a in actions]
+    assert [r.outcome for r in results] == expected
     assert [a.op for a in actions].count("update") == 2
     creates = [a for a in actions if a.op == "create"]
-    again = view.bulk(creates)
-    assert all(r.exists and r.status == 409 and not r.ok for r in again)
-    view.refresh()
-    hashes = view.content_hashes(creates)
-    assert hashes == {a.doc_id: a.body["content_hash"] for a in creates}
-    source = view.get_event_source("v-1:0", "v-1")
-    assert source is not None
-    assert (
-        source["text"] == "view entry 0"
-        and source["surface_state"] == "shadowed"
-        and source["replaced_by"] == 4
-    )
-    assert view.get_event_source("v-1:99", "v-1") is None
+    again = view.write(creates)
+    assert [r.outcome for r in again] == [Outcome.REPLAY] * len(creates)
+    changed = replace(creates[0], body={**creates[0].body, "content_hash": "other", "text": "other"})
+    (conflict,) = view.write([changed])
+    assert conflict.outcome is Outcome.CONFLICT and conflict.reason and conflict.existing is not None
+    assert conflict.existing["text"] == "view entry 0" and conflict.existing["surface_state"] == "shadowed"
+    assert conflict.existing["replaced_by"] == 4
 
 
-def test_update_of_a_missing_document_is_a_404(harness: Harness) -> None:
+def test_update_of_a_missing_document_is_rejected_with_a_reason(harness: Harness) -> None:
     view = harness.view()
-    view.bulk([_actions("v-2")[0][0]])  # make sure the index exists
+    view.write([_actions("v-2")[0][0]])  # make sure the index exists
     missing = Action("update", "events", "v-2:77", "v-2", {"doc": {"surface_state": "shadowed"}})
-    (result,) = view.bulk([missing])
-    assert result.status == 404 and not result.ok and not result.exists
+    (result,) = view.write([missing])
+    assert result.outcome is Outcome.REJECTED and result.reason
 
 
-def test_restore_session_rebuilds_the_projection_state(harness: Harness) -> None:
+def test_restore_sessions_rebuilds_the_projection_state(harness: Harness) -> None:
     view = harness.view()
     actions, state = _actions("v-3")
-    view.bulk(actions)
+    view.write(actions)
     view.refresh()
-    restored = view.restore_session("v-3")
-    assert restored.next_seq == state.next_seq == 5
-    assert restored.workspace_id == "ws-v"
-    assert restored.header_hash == state.header_hash
-    assert restored.fold.result().classification == state.fold.result().classification
-    assert restored.session_action().body == state.session_action().body
-    empty = view.restore_session("v-unknown")
+    restored = view.restore_sessions(["v-3", "v-unknown"])
+    assert restored["v-3"].next_seq == state.next_seq == 5
+    assert restored["v-3"].workspace_id == "ws-v"
+    assert restored["v-3"].header_hash == state.header_hash
+    assert restored["v-3"].fold.result().classification == state.fold.result().classification
+    assert restored["v-3"].session_action().body == state.session_action().body
+    empty = restored["v-unknown"]
     assert empty.next_seq == 0 and empty.header is None
+
+
+def test_forget_session_deletes_its_events(harness: Harness) -> None:
+    view = harness.view()
+    actions, _ = _actions("v-4")
+    view.write(actions)
+    view.refresh()
+    assert view.forget_session("v-4") == 5
+    view.refresh()
+    assert view.restore_sessions(["v-4"])["v-4"].next_seq == 0

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient
 
-from sessionlog.indexer import IndexerSettings, IndexerWorker, OpenSearchSettings, OpenSearchView, WorkerStats
+from sessionlog.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, RunStats, kafka_runner
 from sessionlog.ingest import Appender, KafkaSettings, dlq_topic, ensure_topics
 from sessionlog.query import OpenSearchProvider, Scope
 
@@ -67,9 +67,9 @@ class Pipeline:
             for handle in handles:
                 handle.result(timeout=30)
 
-    def index(self) -> WorkerStats:
-        with IndexerWorker(self.kafka, self.opensearch, self.indexer) as worker:
-            return worker.run(until_idle=True)
+    def index(self) -> RunStats:
+        with kafka_runner(self.kafka, self.opensearch, self.indexer) as runner:
+            return runner.run(until_idle=True)
 
     def provider(self, scope: Scope, **kwargs: Any) -> OpenSearchProvider:
         provider = OpenSearchProvider(scope, self.opensearch, **kwargs)

@@ -18,10 +18,11 @@ from typing import Any
 import orjson
 import pytest
 from conftest import Pipeline
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from sessionlog.indexer import IndexerWorker, decode_envelope
-from sessionlog.indexer.operations import dlq_list, dlq_replay, forget_session, rebuild
+from sessionlog.indexer import Runner, RunStats, decode_envelope, kafka_runner
+from sessionlog.indexer.kafka_deadletters import KafkaDeadLetters
+from sessionlog.indexer.operations import forget_session, rebuild
 from sessionlog.query import Scope, SessionQueryRequest
 
 STACK = Path(__file__).resolve().parents[2] / "deploy" / "local" / "stack.sh"
@@ -56,6 +57,22 @@ def _send_raw(pipeline: Pipeline, items: list[tuple[bytes | None, bytes | None]]
         producer.flush(timeout=60)
     finally:
         producer.close()
+
+
+def _letters(pipeline: Pipeline, limit: int | None = 100) -> list[dict[str, Any]]:
+    store = KafkaDeadLetters(pipeline.kafka)
+    try:
+        return store.list(limit)
+    finally:
+        store.close()
+
+
+def _replay(pipeline: Pipeline) -> int:
+    store = KafkaDeadLetters(pipeline.kafka, replay_group=f"{pipeline.name}-replay")
+    try:
+        return store.replay()
+    finally:
+        store.close()
 
 
 def _count(pipeline: Pipeline) -> int:
@@ -129,7 +146,7 @@ def test_bad_records_are_dead_lettered_with_reasons_and_good_ones_indexed(pipeli
     stats = pipeline.index()
     assert stats.indexed == len(goods)
     assert stats.dead_lettered == len(bad)
-    letters = dlq_list(pipeline.kafka, limit=None)
+    letters = _letters(pipeline, limit=None)
     assert len(letters) == len(bad)
     by_content = {
         (e["key"], e["value"] if not e["value_truncated"] else e["value_bytes"]): e for e in letters
@@ -153,7 +170,7 @@ def test_replay_is_a_noop_and_a_conflict_is_parked_with_both_versions(pipeline: 
     )
     stats = pipeline.index()
     assert (stats.indexed, stats.replays, stats.conflicts, stats.dead_lettered) == (0, 1, 1, 1)
-    (letter,) = dlq_list(pipeline.kafka)
+    (letter,) = _letters(pipeline)
     assert letter["error_class"] == "conflict"
     assert orjson.loads(letter["value"])["text"] == "a different text"
     assert letter["existing"]["text"] == "the original text"
@@ -164,8 +181,8 @@ def test_replay_is_a_noop_and_a_conflict_is_parked_with_both_versions(pipeline: 
 def test_dlq_replay_redrives_once(pipeline: Pipeline) -> None:
     _send_raw(pipeline, [(b"other", orjson.dumps(_event("r-1", 0)))])  # wrong key → parked
     assert pipeline.index().dead_lettered == 1
-    assert dlq_replay(pipeline.kafka, group_id=f"{pipeline.name}-replay") == 1
-    assert dlq_replay(pipeline.kafka, group_id=f"{pipeline.name}-replay") == 0
+    assert _replay(pipeline) == 1
+    assert _replay(pipeline) == 0
 
 
 def test_rebuild_switches_alias_and_forget_erases(pipeline: Pipeline) -> None:
@@ -176,7 +193,7 @@ def test_rebuild_switches_alias_and_forget_erases(pipeline: Pipeline) -> None:
         pipeline.kafka,
         pipeline.opensearch,
         pipeline.indexer,
-        on_batch=lambda stats, ends: seen.append(stats.consumed),
+        on_batch=lambda stats, remaining: seen.append(stats.consumed),
     )
     assert (report.old_version, report.new_version) == (1, 2)
     assert report.stats.indexed == 120 and seen
@@ -193,9 +210,9 @@ def test_rebuild_switches_alias_and_forget_erases(pipeline: Pipeline) -> None:
 def test_metrics_and_health_endpoints(pipeline: Pipeline) -> None:
     pipeline.append_all([_event("m-1", q) for q in range(10)])
     settings = pipeline.indexer.model_copy(update={"metrics_port": 0})
-    with IndexerWorker(pipeline.kafka, pipeline.opensearch, settings) as worker:
-        worker.run(until_idle=True)
-        base = f"http://127.0.0.1:{worker.metrics_port}"
+    with kafka_runner(pipeline.kafka, pipeline.opensearch, settings) as runner:
+        runner.run(until_idle=True)
+        base = f"http://127.0.0.1:{runner.metrics_port}"
         with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
             text = response.read().decode()
         with urllib.request.urlopen(f"{base}/healthz", timeout=5) as response:
@@ -210,49 +227,85 @@ def _stack(command: str) -> None:
     subprocess.run(["bash", str(STACK), command], check=True, timeout=300)
 
 
-def _worker_process(pipeline: Pipeline) -> subprocess.Popen[bytes]:
-    env = {
+def _worker_env(pipeline: Pipeline) -> dict[str, str]:
+    return {
         **os.environ,
+        "SESSIONLOG_BACKEND": "kafka-opensearch",
         "SESSIONLOG_KAFKA_TOPIC": pipeline.kafka.topic,
         "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": pipeline.opensearch.index_prefix,
         "SESSIONLOG_INDEXER_GROUP_ID": pipeline.indexer.group_id,
         "SESSIONLOG_INDEXER_BATCH_MAX": "500",
     }
+
+
+def _worker_process(pipeline: Pipeline) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "sessionlog.cli.main", "index"],
-        env=env,
+        env=_worker_env(pipeline),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
 
 
-def _produce_stream(
-    pipeline: Pipeline, sessions: int, per_session: int, pause_every: int = 500
-) -> threading.Thread:
-    def run() -> None:
-        producer = _producer(pipeline)
+class _Stream(threading.Thread):
+    """Produces ``per_session`` events to each of ``sessions`` sessions, checking every ack: a record
+    the broker did not take is a failure of the test's producer, not of the indexer."""
+
+    def __init__(self, pipeline: Pipeline, sessions: int, per_session: int, pause_every: int) -> None:
+        super().__init__()
+        self.pipeline, self.sessions, self.per_session, self.pause_every = (
+            pipeline,
+            sessions,
+            per_session,
+            pause_every,
+        )
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        producer = _producer(self.pipeline)
+        futures = []
         try:
             n = 0
-            for seq in range(per_session):
-                for s in range(sessions):
-                    producer.send(
-                        pipeline.kafka.topic,
-                        key=f"k-{s}".encode(),
-                        value=orjson.dumps(_event(f"k-{s}", seq, f"event {seq} of k-{s} body {s * seq}")),
+            for seq in range(self.per_session):
+                for s in range(self.sessions):
+                    futures.append(
+                        producer.send(
+                            self.pipeline.kafka.topic,
+                            key=f"k-{s}".encode(),
+                            value=orjson.dumps(_event(f"k-{s}", seq, f"event {seq} of k-{s} body {s * seq}")),
+                        )
                     )
                     n += 1
-                    if n % pause_every == 0:
+                    if n % self.pause_every == 0:
                         time.sleep(0.05)
             producer.flush(timeout=120)
+            for future in futures:
+                try:
+                    future.get(timeout=120)
+                except Exception as err:  # reported by the test
+                    self.errors.append(repr(err))
         finally:
             producer.close()
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
+
+def _produce_stream(pipeline: Pipeline, sessions: int, per_session: int, pause_every: int = 500) -> _Stream:
+    stream = _Stream(pipeline, sessions, per_session, pause_every)
+    stream.start()
+    return stream
+
+
+def _topic_records(pipeline: Pipeline) -> int:
+    consumer = KafkaConsumer(**pipeline.kafka.client_config())
+    try:
+        topic = pipeline.kafka.topic
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        return sum(consumer.end_offsets(partitions).values())
+    finally:
+        consumer.close()
 
 
 def _assert_exact(pipeline: Pipeline, sessions: int, per_session: int) -> None:
+    assert _topic_records(pipeline) == sessions * per_session, "the topic itself is short"
     view = pipeline.view()
     view.refresh()
     assert _count(pipeline) == sessions * per_session
@@ -275,19 +328,40 @@ def _assert_exact(pipeline: Pipeline, sessions: int, per_session: int) -> None:
         )
 
 
-def test_kill_9_mid_batch_loses_and_duplicates_nothing(pipeline: Pipeline) -> None:
-    sessions, per_session = 40, 500  # 20,000 events
-    producer = _produce_stream(pipeline, sessions, per_session)
+def test_kill_9_five_times_then_one_until_idle_run_holds_every_event(pipeline: Pipeline) -> None:
+    """Issue 12: kill -9 the indexer 5 times while 6,000 events flow; ONE `index --until-idle`
+    afterwards (the dead members still hold partitions) leaves every session exactly complete."""
+    sessions, per_session = 30, 200  # 6,000 events
+    producer = _produce_stream(pipeline, sessions, per_session, pause_every=100)
     rng = random.Random(7)
-    for _ in range(4):
+    for _ in range(5):
         worker = _worker_process(pipeline)
         time.sleep(rng.uniform(3.0, 6.0))
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=30)
     producer.join(timeout=300)
-    stats = pipeline.index()
-    assert stats.conflicts == 0 and stats.dead_lettered == 0
+    assert not producer.errors, producer.errors[:3]
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionlog.cli.main", "index", "--until-idle"],
+        env=_worker_env(pipeline),
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    _assert_every_session(pipeline, sessions, per_session)
     _assert_exact(pipeline, sessions, per_session)
+
+
+def _assert_every_session(pipeline: Pipeline, sessions: int, per_session: int) -> None:
+    view = pipeline.view()
+    view.refresh()
+    response = view.client.search(
+        index=view.events,
+        body={"size": 0, "aggs": {"s": {"terms": {"field": "session_id", "size": sessions + 10}}}},
+    )
+    counts = {b["key"]: b["doc_count"] for b in response["aggregations"]["s"]["buckets"]}
+    assert counts == {f"k-{s}": per_session for s in range(sessions)}
 
 
 def test_sigterm_finishes_the_batch_commits_and_exits_zero(pipeline: Pipeline) -> None:
@@ -299,6 +373,35 @@ def test_sigterm_finishes_the_batch_commits_and_exits_zero(pipeline: Pipeline) -
     stats = pipeline.index()
     assert stats.indexed == 0 or stats.replays == 0  # whatever was left, nothing twice
     assert _count(pipeline) == 300
+
+
+class _Background:
+    """A runner in a thread; its stats, or the error that stopped it."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.stop = threading.Event()
+        self.stats: RunStats | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.stats = self.runner.run(stop=self.stop)
+        except BaseException as err:  # reported by finish()
+            self.error = err
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def finish(self) -> RunStats:
+        self.stop.set()
+        self.thread.join(timeout=120)
+        self.runner.close()
+        assert self.error is None, f"the runner stopped: {self.error!r}"
+        assert self.stats is not None
+        return self.stats
 
 
 # Clients whose server is killed leave sockets behind for the garbage collector (kafka-python's
@@ -313,15 +416,8 @@ _OUTAGE_WARNINGS = (
 @_OUTAGE_WARNINGS[1]
 def test_opensearch_outage_then_recovery(pipeline: Pipeline) -> None:
     sessions, per_session = 10, 300
-    stop = threading.Event()
-    worker = IndexerWorker(pipeline.kafka, pipeline.opensearch, pipeline.indexer)
+    background = _Background(kafka_runner(pipeline.kafka, pipeline.opensearch, pipeline.indexer))
     result: dict[str, Any] = {}
-
-    def work() -> None:
-        result["stats"] = worker.run(stop=stop)
-
-    thread = threading.Thread(target=work)
-    thread.start()
     try:
         # ~30 s of production, so records keep arriving while OpenSearch is down.
         producer = _produce_stream(pipeline, sessions, per_session, pause_every=5)
@@ -331,14 +427,17 @@ def test_opensearch_outage_then_recovery(pipeline: Pipeline) -> None:
         _stack("start-opensearch")
         restarted = time.monotonic()
         producer.join(timeout=300)
+        assert not producer.errors, producer.errors[:3]
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and _count_safe(pipeline) < sessions * per_session:
+        while (
+            time.monotonic() < deadline
+            and background.alive()
+            and _count_safe(pipeline) < sessions * per_session
+        ):
             time.sleep(1)
         result["drain_s"] = time.monotonic() - restarted
     finally:
-        stop.set()
-        thread.join(timeout=120)
-        worker.close()
+        result["stats"] = background.finish()
     gc.collect()
     assert result["stats"].view_outages >= 1
     _assert_exact(pipeline, sessions, per_session)
@@ -357,10 +456,7 @@ def _count_safe(pipeline: Pipeline) -> int:
 def test_broker_restart_mid_stream(pipeline: Pipeline) -> None:
     first = [_event("b-1", q) for q in range(200)]
     pipeline.append_all(first)
-    stop = threading.Event()
-    worker = IndexerWorker(pipeline.kafka, pipeline.opensearch, pipeline.indexer)
-    thread = threading.Thread(target=lambda: worker.run(stop=stop))
-    thread.start()
+    background = _Background(kafka_runner(pipeline.kafka, pipeline.opensearch, pipeline.indexer))
     try:
         time.sleep(3)
         _stack("stop-kafka")
@@ -368,12 +464,10 @@ def test_broker_restart_mid_stream(pipeline: Pipeline) -> None:
         _stack("start-kafka")
         pipeline.append_all([_event("b-1", q) for q in range(200, 400)])
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and _count(pipeline) < 400:
+        while time.monotonic() < deadline and background.alive() and _count(pipeline) < 400:
             time.sleep(1)
     finally:
-        stop.set()
-        thread.join(timeout=120)
-        worker.close()
+        background.finish()
     gc.collect()
     assert _count(pipeline) == 400
 
@@ -381,7 +475,7 @@ def test_broker_restart_mid_stream(pipeline: Pipeline) -> None:
 def test_envelope_decodes(pipeline: Pipeline) -> None:
     _send_raw(pipeline, [(b"x", b"nope")])
     pipeline.index()
-    (letter,) = dlq_list(pipeline.kafka)
+    (letter,) = _letters(pipeline)
     assert letter["value"] == b"nope"
     assert decode_envelope(orjson.dumps({"key_b64": None, "value_b64": None}))["value"] is None
 

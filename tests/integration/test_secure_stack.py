@@ -34,7 +34,7 @@ from secure_ops import (
 from secure_stack import DLS_WORKSPACE, REPO, Secured, load, sign_cert, stack, tls_server
 
 from sessionlog.backend import Backend
-from sessionlog.indexer import IndexerSettings, IndexerWorker
+from sessionlog.indexer import IndexerSettings, kafka_runner
 from sessionlog.indexer.errors import SourceAccessDenied, ViewAccessDenied
 from sessionlog.indexer.operations import forget_session
 from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings
@@ -123,7 +123,7 @@ def indexed(secured: Secured, tmp_path_factory: pytest.TempPathFactory) -> dict[
         for handle in handles:
             handle.result(timeout=30)
     group = secured.components["indexer"]["SESSIONLOG_INDEXER_GROUP_ID"]
-    with IndexerWorker(
+    with kafka_runner(
         secured.kafka("indexer"), secured.opensearch("indexer"), IndexerSettings(group_id=group)
     ) as worker:
         stats = worker.run(until_idle=True)
@@ -205,18 +205,18 @@ def test_missing_acl_names_the_principal_and_the_permission(
 ) -> None:
     group = secured.components["indexer"]["SESSIONLOG_INDEXER_GROUP_ID"]
     # an agent credential used by the indexer
-    worker = IndexerWorker(
+    worker = kafka_runner(
         secured.kafka("agent"), secured.opensearch("indexer"), IndexerSettings(group_id=group)
     )
     with pytest.raises(SourceAccessDenied) as err:
-        worker.run(until_idle=True, assignment_timeout_s=30)
+        worker.run(until_idle=True)
     worker.close()
     line = str(err.value)
     assert "\n" not in line and "'sl-agent'" in line and "127.0.0.1:29092" in line
     assert "GroupAuthorizationFailed" in line or "TopicAuthorizationFailed" in line
     # a query credential used to index
     with pytest.raises(Exception) as os_err:
-        IndexerWorker(
+        kafka_runner(
             secured.kafka("indexer"), secured.opensearch("query"), IndexerSettings(group_id=group)
         ).view.ensure_schema()
     assert type(os_err.value).__name__ == "ViewAccessDenied"

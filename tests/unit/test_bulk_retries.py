@@ -8,7 +8,7 @@ import pytest
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import TransportError
 
-from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.opensearch_view import OpenSearchView, is_retriable_status
 from sessionlog.indexer.projector import Action
 
@@ -90,9 +90,9 @@ def test_connection_errors_and_5xx_requests_are_retried() -> None:
 
 def test_a_rejected_request_is_not_retried() -> None:
     client = FakeClient([TransportError(400, "bad request", {})])
-    with pytest.raises(ViewUnavailable):
+    with pytest.raises(ViewFailed) as raised:
         _view(client, []).bulk(_actions(1))
-    assert len(client.calls) == 1
+    assert len(client.calls) == 1 and not raised.value.retriable
 
 
 @pytest.mark.parametrize(

@@ -486,3 +486,78 @@ def test_close_joins_the_sender_thread_and_is_idempotent(make: Any) -> None:
     with pytest.raises(AppenderClosed):
         appender.append(event(seq=1))
     assert not [t for t in threading.enumerate() if t.name.startswith("sessionlog-appender") and t.is_alive()]
+
+
+# -- batches ----------------------------------------------------------------------------------------
+def test_append_many_is_one_spool_write_and_keeps_the_order(make: Any, broker: FakeBroker) -> None:
+    appender = make(queue_max_records=40)
+    writes: list[int] = []
+    spool = appender._spool
+    original = spool._write
+
+    def counting(seg: Any, data: bytes) -> None:
+        writes.append(len(data))
+        original(seg, data)
+
+    spool._write = counting
+    records = [event(session=f"s-{i % 3}", seq=i // 3) for i in range(120)]
+    handles = appender.append_many(records)
+    assert len(writes) == 2  # the segment's magic, then all 120 frames at once
+    appender.flush(10)
+    assert [h.result(1).partition for h in handles] == [
+        broker.partition_of(b"s-%d" % (i % 3)) for i in range(120)
+    ]
+    assert broker.by_session() == {f"s-{s}": list(range(40)) for s in range(3)}
+    stats = appender.stats()
+    assert stats.appended == stats.acknowledged == 120 and stats.spool_unacked == 0
+    assert [e.partition is not None for e in appender.live_entries("s-1")] == [True] * 40
+
+
+def test_append_many_during_an_outage_is_spooled_and_replayed_in_order(make: Any, broker: FakeBroker) -> None:
+    appender = make(queue_max_records=10)
+    broker.up = False
+    appender.append_many([event(seq=i) for i in range(50)])
+    with pytest.raises(LogUnavailable):
+        appender.flush(timeout=0.3)
+    broker.up = True
+    appender.flush(10)
+    assert broker.by_session() == {"s-1": list(range(50))}
+
+
+def test_partitions_are_the_default_partitioners(make: Any) -> None:
+    from kafka.partitioner.default import DefaultPartitioner
+
+    class Cluster:
+        def topics(self) -> set[str]:
+            return {"t"}
+
+        def partitions_for_topic(self, topic: str) -> set[int]:
+            return set(range(7))
+
+        def available_partitions_for_topic(self, topic: str) -> set[int]:
+            return set(range(7))
+
+    class Producer:
+        def partitions_for(self, topic: str) -> set[int]:
+            return set(range(7))
+
+    appender = make()
+    partition_of = appender._partitioner(Producer(), "t")
+    reference = DefaultPartitioner()
+    for i in range(300):
+        key = f"session-{i}-é".encode()
+        expected = reference.partition("t", None, key, None, None, Cluster())
+        assert partition_of(key) == partition_of(key) == expected
+
+
+def test_append_many_over_the_spool_cap_accepts_nothing(make: Any, broker: FakeBroker) -> None:
+    appender = make(spool_max_bytes=1024 * 1024, segment_bytes=64 * 1024)
+    broker.up = False
+    with pytest.raises(SpoolFull, match="cap"):
+        appender.append_many([event(seq=i, text="t" * 2000) for i in range(1000)])
+    stats = appender.stats()
+    assert stats.appended == 0 and stats.spool_unacked == 0
+    assert appender.live_events("s-1") == []
+    with appender.session("ws", "s-1") as writer:
+        assert writer.next_seq == 0  # no seq was taken by the refused batch
+    broker.up = True

@@ -40,7 +40,7 @@ def test_exports_are_not_private(name: str) -> None:
 def test_key_names_are_public() -> None:
     expected = {
         "sessionlog.ingest": {"Appender", "EventRecord", "HeaderRecord", "RecordRejected", "decode_record"},
-        "sessionlog.indexer": {"IndexerWorker", "DeadLetter", "decode_envelope"},
+        "sessionlog.indexer": {"Runner", "DeadLetter", "decode_envelope"},
         "sessionlog.query": {"Scope", "SessionQueryRequest", "SessionQueryResult", "SessionQueryError"},
     }
     for name, names in expected.items():

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from sessionlog.backend import Backend, BackendSettings, current_backend, default_sqlite_path
 from sessionlog.cli.main import app
-from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.sqlite_source import SQLiteSource
+from sessionlog.indexer.sqlite_view import SQLiteView
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 from sessionlog.query.sqlite_provider import SQLiteProvider
 
@@ -77,7 +78,8 @@ def test_the_embedded_factories_build_the_sqlite_pieces(tmp_path: Path) -> None:
 
     backend = Backend.embedded(tmp_path / "f.db")
     with backend.open_log() as log, backend.open_indexer() as indexer:
-        assert isinstance(log, SQLiteEntryLog) and isinstance(indexer, EmbeddedIndexer)
+        assert isinstance(log, SQLiteEntryLog) and isinstance(indexer.source, SQLiteSource)
+        assert isinstance(indexer.view, SQLiteView)
     with backend.open_provider(Scope.workspace("w"), max_limit=20) as provider:
         assert isinstance(provider, SQLiteProvider) and provider.max_limit == 20
 

@@ -17,7 +17,7 @@ import pytest
 from rapidfuzz.distance import OSA
 
 from sessionlog.backend import Backend
-from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.indexer.sqlite_view import SQLiteView
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog, connect
 from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
@@ -109,7 +109,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("provider") / "p.db"
     with SQLiteEntryLog(path) as log:
         log.append_many(CORPUS)
-    with EmbeddedIndexer(path) as indexer:
+    with embedded_runner(path) as indexer:
         assert indexer.run_until_idle().dead_lettered == 0
     return path
 
@@ -178,7 +178,7 @@ def test_one_edit_above_two_then_recency_not_spelling(tmp_path: Path) -> None:
     ]  # fmt: skip
     with SQLiteEntryLog(path) as log:
         log.append_many(records)
-    with EmbeddedIndexer(path) as indexer:
+    with embedded_runner(path) as indexer:
         indexer.run_until_idle()
     with SQLiteProvider(Scope.session("t-1"), path) as provider:
         result = provider.search(SessionQueryRequest(query="rexkon"))

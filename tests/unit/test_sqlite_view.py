@@ -15,7 +15,7 @@ import pytest
 
 from sessionlog.cli.workload import demo_records
 from sessionlog.indexer.document import fold_event
-from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.indexer.sqlite_view import SQLiteView, index_tokens, time_us
 from sessionlog.ingest import parse_record
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
@@ -62,10 +62,10 @@ def _events(path: Path) -> list[tuple[str, str, bytes]]:
 def test_the_indexer_projects_the_log_and_stores_its_position(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     _append(path, RECORDS)
-    with EmbeddedIndexer(path, batch_max=40) as indexer:
-        assert indexer.lag() == len(RECORDS)
+    with embedded_runner(path, batch_max=40) as indexer:
+        assert indexer.source.lag() == {0: len(RECORDS)}
         stats = indexer.run_until_idle()
-        assert indexer.position == len(RECORDS) and indexer.lag() == 0
+        assert indexer.source.lag() == {0: 0}
         assert stats.batches == -(-len(RECORDS) // 40)
         assert stats.consumed == len(RECORDS)
         assert indexer.step() == 0
@@ -80,22 +80,22 @@ def test_the_indexer_projects_the_log_and_stores_its_position(tmp_path: Path) ->
 def test_a_failure_mid_batch_leaves_nothing_and_the_retry_completes(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     _append(path, RECORDS)
-    with EmbeddedIndexer(path) as indexer:
-        real_bulk = indexer.view.bulk
+    with embedded_runner(path) as indexer:
+        real_write = indexer.view.write
 
-        def failing_bulk(actions: Any) -> Any:
-            real_bulk(actions)  # the writes happen ...
+        def failing_write(actions: Any) -> Any:
+            real_write(actions)  # the writes happen ...
             raise RuntimeError("power cut")  # ... and the batch dies before its commit
 
-        indexer.view.bulk = failing_bulk  # type: ignore[method-assign]
+        indexer.view.write = failing_write  # type: ignore[method-assign]
         with pytest.raises(RuntimeError):
             indexer.step()
         assert _state(path)["events"] == [] and _state(path)["position"] == []
-        indexer.view.bulk = real_bulk  # type: ignore[method-assign]
+        indexer.view.write = real_write  # type: ignore[method-assign]
         indexer.run_until_idle()
     once = tmp_path / "once.db"
     _append(once, RECORDS)
-    with EmbeddedIndexer(once) as indexer:
+    with embedded_runner(once) as indexer:
         indexer.run_until_idle()
     assert _events(path) == _events(once)
 
@@ -103,14 +103,14 @@ def test_a_failure_mid_batch_leaves_nothing_and_the_retry_completes(tmp_path: Pa
 _CRASHER = textwrap.dedent(
     """
     import os, sys
-    from sessionlog.indexer.embedded import EmbeddedIndexer
-    indexer = EmbeddedIndexer(sys.argv[1], batch_max=int(sys.argv[2]))
+    from sessionlog.indexer.embedded import embedded_runner
+    indexer = embedded_runner(sys.argv[1], batch_max=int(sys.argv[2]))
     indexer.step()  # one batch committed
-    real = indexer.view.bulk
+    real = indexer.view.write
     def die(actions):
         real(actions)
         os._exit(9)  # killed after writing, before committing
-    indexer.view.bulk = die
+    indexer.view.write = die
     indexer.step()
     """
 )
@@ -122,12 +122,12 @@ def test_a_killed_indexer_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", _CRASHER, str(path), "50"], timeout=120, check=False)
     assert proc.returncode == 9
     assert _state(path)["position"] == [(50,)]
-    with EmbeddedIndexer(path) as indexer:
+    with embedded_runner(path) as indexer:
         stats = indexer.run_until_idle()
     assert stats.consumed == len(RECORDS) - 50 and stats.replays == 0 and stats.dead_lettered == 0
     once = tmp_path / "once.db"
     _append(once, RECORDS)
-    with EmbeddedIndexer(once) as indexer:
+    with embedded_runner(once) as indexer:
         indexer.run_until_idle()
     assert _events(path) == _events(once)
     assert _state(path)["sessions"] == _state(once)["sessions"]
@@ -137,10 +137,10 @@ def test_indexers_taking_turns_restore_each_others_sessions(tmp_path: Path) -> N
     path, once = tmp_path / "turns.db", tmp_path / "once.db"
     _append(path, RECORDS)
     _append(once, RECORDS)
-    with EmbeddedIndexer(path, batch_max=7) as a, EmbeddedIndexer(path, batch_max=11) as b:
+    with embedded_runner(path, batch_max=7) as a, embedded_runner(path, batch_max=11) as b:
         while a.step() + b.step():
             pass
-    with EmbeddedIndexer(once) as indexer:
+    with embedded_runner(once) as indexer:
         indexer.run_until_idle()
     assert _events(path) == _events(once)
     assert _state(path)["sessions"] == _state(once)["sessions"]
@@ -149,12 +149,12 @@ def test_indexers_taking_turns_restore_each_others_sessions(tmp_path: Path) -> N
 _INDEXER = textwrap.dedent(
     """
     import sys, time
-    from sessionlog.indexer.embedded import EmbeddedIndexer
-    with EmbeddedIndexer(sys.argv[1], batch_max=5, busy_timeout_s=60) as indexer:
+    from sessionlog.indexer.embedded import embedded_runner
+    with embedded_runner(sys.argv[1], batch_max=5, busy_timeout_s=60) as indexer:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             indexer.run_until_idle()
-            if indexer.position >= int(sys.argv[2]):
+            if indexer.source.position >= int(sys.argv[2]):
                 break
             time.sleep(0.01)
     """
@@ -173,7 +173,7 @@ def test_concurrent_indexer_processes_while_appending(tmp_path: Path) -> None:
             log.append(record)
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
     _append(once, RECORDS)
-    with EmbeddedIndexer(once) as indexer:
+    with embedded_runner(once) as indexer:
         indexer.run_until_idle()
     assert _events(path) == _events(once)
     assert _state(path)["sessions"] == _state(once)["sessions"]
@@ -184,9 +184,9 @@ def test_dead_letters_keep_the_envelope(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with SQLiteEntryLog(path) as log:
         log.append_raw(b"x", b"{broken")
-    with EmbeddedIndexer(path) as indexer:
+    with embedded_runner(path) as indexer:
         assert indexer.run_until_idle().dead_lettered == 1
-        (letter,) = indexer.dead_letters()
+        (letter,) = indexer.dead_letters.list()
     assert letter["topic"] == "log" and letter["offset"] == 1 and letter["partition"] == 0
     assert letter["value"] == b"{broken" and letter["key"] == b"x" and letter["dlq_offset"] == 1
     assert letter["error_class"] == "invalid_record" and letter["field"] == "record"
@@ -199,7 +199,7 @@ def test_write_records_equals_the_log_pipeline(tmp_path: Path) -> None:
         assert view.count_events() == sum(1 for r in RECORDS if r["kind"] == "event")
         assert written > view.count_events()  # plus the updates that shadow, plus the sessions
     _append(piped, RECORDS)
-    with EmbeddedIndexer(piped) as indexer:
+    with embedded_runner(piped) as indexer:
         indexer.run_until_idle()
     assert _events(direct) == _events(piped)
 
@@ -207,7 +207,7 @@ def test_write_records_equals_the_log_pipeline(tmp_path: Path) -> None:
 def test_forget_session_removes_its_documents_from_every_index(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     _append(path, RECORDS)
-    with EmbeddedIndexer(path) as indexer:
+    with embedded_runner(path) as indexer:
         indexer.run_until_idle()
     with SQLiteProvider(Scope.workspace("ws-1"), path) as provider:
         assert provider.search(SessionQueryRequest(query="Paulo")).matches

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,111 +147,6 @@ def append(
             raise typer.Exit(1)
 
 
-@app.command()
-def index(
-    until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop once caught up.")] = False,
-    metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics, /healthz, /readyz here.")] = None,
-) -> None:
-    """Run the indexer that projects the log into the search view (SESSIONLOG_BACKEND)."""
-    import signal
-    import threading
-
-    from sessionlog.backend import open_indexer
-
-    with _errors():
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        signal.signal(signal.SIGINT, lambda *_: stop.set())
-        started = time.monotonic()
-        with open_indexer(metrics_port=metrics_port) as worker:
-            stats = worker.run(until_idle=until_idle, stop=stop)
-        took = time.monotonic() - started
-        console.print(
-            f"consumed {stats.consumed}, indexed {stats.indexed}, replays {stats.replays}, "
-            f"conflicts {stats.conflicts}, dead-lettered {stats.dead_lettered} in {took:.1f}s"
-        )
-
-
-dlq_app = typer.Typer(no_args_is_help=True, help="Inspect and re-drive dead letters.")
-app.add_typer(dlq_app, name="dlq")
-
-
-@dlq_app.command("list")
-def dlq_list_cmd(
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 100,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Show parked records with their reasons, oldest first."""
-    from sessionlog.indexer.operations import dlq_list
-    from sessionlog.ingest import KafkaSettings
-
-    with _errors():
-        letters = dlq_list(KafkaSettings(), limit=limit)
-        if as_json:
-            for letter in letters:
-                letter.pop("key", None)
-                letter.pop("value", None)
-                sys.stdout.write(orjson.dumps(letter).decode() + "\n")
-            return
-        table = _table(f"{len(letters)} dead letters", ["dlq offset", "source", "class", "field", "reason"])
-        for letter in letters:
-            table.add_row(
-                str(letter["dlq_offset"]),
-                f"{letter['partition']}@{letter['offset']}",
-                letter["error_class"],
-                str(letter.get("field") or ""),
-                letter["reason"][:120],
-            )
-        console.print(table)
-
-
-@dlq_app.command("replay")
-def dlq_replay_cmd() -> None:
-    """Re-send dead letters not replayed before to the session topic (after a fix); idempotent."""
-    from sessionlog.indexer.operations import dlq_replay
-    from sessionlog.ingest import KafkaSettings
-
-    with _errors():
-        count = dlq_replay(KafkaSettings())
-        console.print(f"re-sent {count} dead letters")
-
-
-@app.command()
-def rebuild(keep: Annotated[bool, typer.Option(help="Keep the old index version.")] = False) -> None:
-    """Replay the whole topic into a new index version, then switch the read aliases atomically."""
-    from sessionlog.indexer import IndexerSettings, OpenSearchSettings
-    from sessionlog.indexer.operations import rebuild as run_rebuild
-    from sessionlog.ingest import KafkaSettings
-
-    with _errors(), Progress(console=err_console) as progress:
-        task = progress.add_task("rebuilding", total=None)
-
-        def on_batch(stats: Any, ends: dict[Any, int]) -> None:
-            progress.update(task, completed=stats.consumed, total=sum(ends.values()) or None)
-
-        report = run_rebuild(
-            KafkaSettings(), OpenSearchSettings(), IndexerSettings(), keep=keep, on_batch=on_batch
-        )
-    console.print(
-        f"rebuilt v{report.old_version} → v{report.new_version}: {report.stats.indexed} events "
-        f"in {report.seconds:.1f}s ({'kept' if keep else 'deleted'} v{report.old_version})"
-    )
-
-
-@app.command()
-def forget(session_id: Annotated[str, typer.Argument(help="Session whose documents to delete.")]) -> None:
-    """Delete a session's documents from the projection (the topic keeps it until retention)."""
-    from sessionlog.indexer import OpenSearchSettings
-    from sessionlog.indexer.operations import forget_session
-
-    with _errors():
-        deleted = forget_session(OpenSearchSettings(), session_id)
-        console.print(
-            f"deleted {deleted} events of {session_id}; the Kafka topic keeps its records "
-            "until retention (see docs/operations.md)"
-        )
-
-
 def _provider(workspace: str | None, session: str | None) -> Any:
     from sessionlog.backend import open_provider
     from sessionlog.query import Scope
@@ -333,9 +227,11 @@ def _table(title: str, columns: list[str]) -> Table:
     return table
 
 
+from sessionlog.cli.ops_cmd import register as register_ops  # noqa: E402 - index, dlq, rebuild, forget
 from sessionlog.cli.reads_cmd import register  # noqa: E402 - the read commands (sessions, read, trace)
 
 register(app)
+register_ops(app)
 
 from sessionlog.cli.export_cmd import register as register_export  # noqa: E402 - sessionlog export
 

@@ -1,4 +1,5 @@
-"""Indexer: projects the session log from Kafka into OpenSearch. May import ingest, never query.
+"""Indexer: projects the session log (Kafka topic or SQLite table) into a search view. May import
+ingest, never query.
 
 Names are loaded on first use, so that importing a pure module such as
 ``sessionlog.indexer.document`` (the query side does) does not load Kafka or OpenSearch clients.
@@ -11,35 +12,89 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sessionlog.indexer.deadletter import DeadLetter, decode_envelope
-    from sessionlog.indexer.errors import IndexerError, SourceUnavailable, ViewUnavailable
+    from sessionlog.indexer.embedded import embedded_runner
+    from sessionlog.indexer.errors import (
+        DeadLetterUnavailable,
+        IndexerError,
+        NotCaughtUp,
+        SourceFailed,
+        SourceUnavailable,
+        ViewFailed,
+        ViewUnavailable,
+    )
     from sessionlog.indexer.opensearch_view import OpenSearchView
+    from sessionlog.indexer.ports import (
+        Commit,
+        DeadLetters,
+        Entry,
+        EntrySource,
+        InvalidEntry,
+        Outcome,
+        Poll,
+        RawRecord,
+        SessionView,
+        WriteResult,
+    )
+    from sessionlog.indexer.runner import Runner, RunStats
     from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
-    from sessionlog.indexer.worker import IndexerWorker, WorkerStats
+    from sessionlog.indexer.worker import kafka_runner
 
 _WHERE = {
     "DeadLetter": "deadletter",
     "decode_envelope": "deadletter",
+    "embedded_runner": "embedded",
+    "DeadLetterUnavailable": "errors",
     "IndexerError": "errors",
+    "NotCaughtUp": "errors",
+    "SourceFailed": "errors",
     "SourceUnavailable": "errors",
+    "ViewFailed": "errors",
     "ViewUnavailable": "errors",
     "OpenSearchView": "opensearch_view",
+    "Commit": "ports",
+    "DeadLetters": "ports",
+    "Entry": "ports",
+    "EntrySource": "ports",
+    "InvalidEntry": "ports",
+    "Outcome": "ports",
+    "Poll": "ports",
+    "RawRecord": "ports",
+    "SessionView": "ports",
+    "WriteResult": "ports",
+    "RunStats": "runner",
+    "Runner": "runner",
     "IndexerSettings": "settings",
     "OpenSearchSettings": "settings",
-    "IndexerWorker": "worker",
-    "WorkerStats": "worker",
+    "kafka_runner": "worker",
 }
 
 __all__ = [
+    "Commit",
     "DeadLetter",
+    "DeadLetterUnavailable",
+    "DeadLetters",
+    "Entry",
+    "EntrySource",
     "IndexerError",
     "IndexerSettings",
-    "IndexerWorker",
+    "InvalidEntry",
+    "NotCaughtUp",
     "OpenSearchSettings",
     "OpenSearchView",
+    "Outcome",
+    "Poll",
+    "RawRecord",
+    "RunStats",
+    "Runner",
+    "SessionView",
+    "SourceFailed",
     "SourceUnavailable",
+    "ViewFailed",
     "ViewUnavailable",
-    "WorkerStats",
+    "WriteResult",
     "decode_envelope",
+    "embedded_runner",
+    "kafka_runner",
 ]
 
 

@@ -1,22 +1,20 @@
-"""Projects one polled batch: decode, fold per session, bulk write, sort out replays, conflicts and
-dead letters. The only I/O is through the view; Kafka is the worker's business."""
+"""Projects one polled batch: fold per session, write, sort out replays, conflicts and dead letters.
+The only I/O is through the :class:`~sessionlog.indexer.ports.SessionView`."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sessionlog.indexer.deadletter import DeadLetter
-from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.errors import IndexerError
 from sessionlog.indexer.metrics import IndexerMetrics
-from sessionlog.indexer.opensearch_view import OpenSearchView
+from sessionlog.indexer.ports import Entry, InvalidEntry, Outcome, RawRecord, SessionView
 from sessionlog.indexer.projector import Action, SessionProjection
-from sessionlog.ingest.errors import RecordRejected
-from sessionlog.ingest.wire import EventRecord, HeaderRecord, decode_record
+from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
-__all__ = ["BatchProcessor", "BatchResult"]
+__all__ = ["BatchProcessor", "BatchResult", "letter_for"]
 
 log = logging.getLogger("sessionlog.indexer")
 
@@ -32,9 +30,9 @@ class BatchResult:
 
 
 class BatchProcessor:
-    """Holds the per-session projection states of the sessions on this worker's partitions."""
+    """Holds the per-session projection states of the sessions this runner owns."""
 
-    def __init__(self, view: OpenSearchView, metrics: IndexerMetrics) -> None:
+    def __init__(self, view: SessionView, metrics: IndexerMetrics) -> None:
         self.view = view
         self.metrics = metrics
         self.states: dict[str, SessionProjection] = {}
@@ -45,124 +43,82 @@ class BatchProcessor:
         self.states.clear()
         self.needs_refresh = True
 
-    def _state(self, session_id: str) -> SessionProjection:
-        state = self.states.get(session_id)
-        if state is None:
-            if self.needs_refresh:
-                # Restoring reads by search: make everything written before a restart visible first.
-                self.view.refresh()
-                self.needs_refresh = False
-            state = self.view.restore_session(session_id)
-            self.states[session_id] = state
-        return state
-
     def _restore_missing(self, session_ids: set[str]) -> None:
-        """Restore, in one round trip where the view allows, the states of sessions not cached."""
         missing = sorted(sid for sid in session_ids if sid not in self.states)
         if not missing:
             return
         if self.needs_refresh:
+            # Restoring reads by search: make everything written before a restart visible first.
             self.view.refresh()
             self.needs_refresh = False
-        restore_many = getattr(self.view, "restore_sessions", None)
-        if restore_many is not None:
-            self.states.update(restore_many(missing))
-        else:
-            for sid in missing:
-                self.states[sid] = self.view.restore_session(sid)
+        self.states.update(self.view.restore_sessions(missing))
 
-    def process(self, records: list[Any]) -> BatchResult:
-        """Project ``records`` (kafka-python ConsumerRecords). Raises ViewUnavailable to retry later,
-        after forgetting every state the batch touched."""
+    def process(self, entries: list[Entry | InvalidEntry]) -> BatchResult:
+        """Project ``entries``. On any error every state the batch touched is forgotten first."""
         out = BatchResult()
         actions: list[Action] = []
-        origin: dict[int, Any] = {}  # id(create action) -> the record it came from
+        origin: dict[int, RawRecord] = {}  # id(create action) -> the record it came from
         touched: dict[str, SessionProjection] = {}
         try:
-            decoded = [self._decode(msg) for msg in records]
-            self._restore_missing({r.session_id for r in decoded if not isinstance(r, DeadLetter)})
-            for msg, record in zip(records, decoded, strict=True):
-                if isinstance(record, DeadLetter):
-                    out.letters.append(record)
+            self._restore_missing({e.record.session_id for e in entries if isinstance(e, Entry)})
+            for entry in entries:
+                if isinstance(entry, InvalidEntry):
+                    out.letters.append(
+                        letter_for(entry.raw, "invalid_record", entry.reason, field=entry.field)
+                    )
                     continue
-                letter = self._project(msg, record, actions, origin, touched, out)
+                letter = self._project(entry, actions, origin, touched, out)
                 if letter:
                     out.letters.append(letter)
             actions.extend(state.session_action() for state in touched.values())
-            results = self.view.bulk(actions) if actions else []
-            existing = [r.action for r in results if r.exists]
-            hashes = self.view.content_hashes(existing)
-            conflicting = {
-                id(a): self.view.get_event_source(a.doc_id, a.routing)
-                for a in existing
-                if hashes.get(a.doc_id) != a.body["content_hash"]
-            }
-        except ViewUnavailable:
+            results = self.view.write(actions)
+        except IndexerError:
             for session_id in touched:
                 self.states.pop(session_id, None)
             raise
         for result in results:
             action = result.action
-            msg = origin.get(id(action))
-            if result.ok:
-                if action.op == "create":
-                    out.indexed += 1
-            elif result.exists and id(action) not in conflicting:
+            raw = origin.get(id(action))
+            if result.outcome is Outcome.CREATED:
+                out.indexed += 1
+            elif result.outcome is Outcome.REPLAY:
                 out.replays += 1
-            elif result.exists:
+            elif result.outcome is Outcome.CONFLICT:
                 out.conflicts += 1
-                if msg is not None:
+                if raw is not None:
                     out.letters.append(
                         letter_for(
-                            msg,
+                            raw,
                             "conflict",
-                            "seq: same (session, seq) with different content",
+                            result.reason or "conflict",
                             field="seq",
-                            http_status=409,
-                            existing=conflicting[id(action)],
+                            http_status=409,  # the envelope field keeps its documented meaning
+                            existing=result.existing,
                         )
                     )
-            else:
-                self.metrics.errors.labels(error_class=f"http_{result.status}").inc()
-                log.error("bulk item failed: %s %s: %s", action.op, action.doc_id, result.error)
-                if msg is not None and action.op == "create":
-                    out.letters.append(
-                        letter_for(
-                            msg, "index_rejected", result.error or "rejected", http_status=result.status
-                        )
-                    )
+            elif result.outcome is Outcome.REJECTED:
+                self.metrics.errors.labels(error_class="rejected").inc()
+                log.error("write failed: %s %s: %s", action.op, action.doc_id, result.reason)
+                if raw is not None and action.op == "create":
+                    out.letters.append(letter_for(raw, "index_rejected", result.reason or "rejected"))
         return out
-
-    @staticmethod
-    def _decode(msg: Any) -> HeaderRecord | EventRecord | DeadLetter:
-        if msg.value is None:
-            return letter_for(msg, "invalid_record", "record: value is null (tombstone)", field="record")
-        try:
-            record = decode_record(msg.value)
-        except RecordRejected as err:
-            return letter_for(msg, "invalid_record", str(err), field=err.field)
-        if msg.key is None or msg.key != record.session_id.encode("utf-8"):
-            return letter_for(
-                msg, "invalid_record", "key: must equal the record's session_id (UTF-8)", field="key"
-            )
-        return record
 
     def _project(
         self,
-        msg: Any,
-        record: HeaderRecord | EventRecord,
+        entry: Entry,
         actions: list[Action],
-        origin: dict[int, Any],
+        origin: dict[int, RawRecord],
         touched: dict[str, SessionProjection],
         out: BatchResult,
     ) -> DeadLetter | None:
-        state = self._state(record.session_id)
+        record, raw = entry.record, entry.raw
+        state = self.states[record.session_id]
         if isinstance(record, HeaderRecord):
             verdict = state.apply_header(record)
             if verdict == "conflict":
                 out.conflicts += 1
                 return letter_for(
-                    msg,
+                    raw,
                     "conflict",
                     "header: differs from the header already recorded",
                     field="header",
@@ -172,43 +128,51 @@ class BatchProcessor:
             if verdict == "new":
                 touched[record.session_id] = state
             return None
+        return self._project_event(raw, record, state, actions, origin, touched)
+
+    def _project_event(
+        self,
+        raw: RawRecord,
+        record: EventRecord,
+        state: SessionProjection,
+        actions: list[Action],
+        origin: dict[int, RawRecord],
+        touched: dict[str, SessionProjection],
+    ) -> DeadLetter | None:
         if state.workspace_id not in (None, record.workspace_id):
             return letter_for(
-                msg,
+                raw,
                 "invalid_record",
                 f"workspace_id: session already belongs to workspace {state.workspace_id}",
                 field="workspace_id",
             )
         gaps_before = state.seq_gaps
-        outcome = state.apply_event(record, msg.partition, msg.offset)
+        outcome = state.apply_event(record, raw.partition, raw.offset)
         if state.seq_gaps > gaps_before:
             self.metrics.seq_gaps.inc(state.seq_gaps - gaps_before)
-            log.warning("seq gap in session %s before seq %d", record.session_id, record.seq)
+            log.warning("seq gap in session %r before seq %d", record.session_id, record.seq)
         if outcome.violations and len(state.fold.violations) == len(outcome.violations):
             # Only the first violation of a session is logged; all are in its session document.
             first = outcome.violations[0]
-            log.warning("surface violation in %s at seq %d: %s", record.session_id, first.seq, first.code)
+            log.warning("surface violation in %r at seq %d: %s", record.session_id, first.seq, first.code)
         actions.append(outcome.create)
         actions.extend(outcome.updates)
-        origin[id(outcome.create)] = msg
+        origin[id(outcome.create)] = raw
         if not outcome.replay:
             touched[record.session_id] = state
-        self.metrics.bulk_bytes.inc(len(msg.value))
+        self.metrics.bulk_bytes.inc(len(raw.value or b""))
         return None
 
 
-def letter_for(msg: Any, error_class: str, reason: str, **extra: Any) -> DeadLetter:
+def letter_for(raw: RawRecord, error_class: str, reason: str, **extra: Any) -> DeadLetter:
     """A dead letter for a consumed record, keeping its original bytes and coordinates."""
     return DeadLetter(
-        topic=msg.topic,
-        partition=msg.partition,
-        offset=msg.offset,
-        key=msg.key,
-        value=msg.value,
+        topic=raw.topic,
+        partition=raw.partition,
+        offset=raw.offset,
+        key=raw.key,
+        value=raw.value,
         error_class=error_class,
         reason=reason,
         **extra,
     )
-
-
-Sleep = Callable[[float], None]

@@ -12,7 +12,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
-from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
+from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, SSLError, TransportError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from sessionlog.indexer.document import (
@@ -23,11 +23,14 @@ from sessionlog.indexer.document import (
     sessions_index_body,
     watermarks_index,
 )
-from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.os_security import deny
+from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.settings import OpenSearchSettings
+from sessionlog.indexer.translate import os_edge_method
+from sessionlog.indexer.view_writes import ViewWrites
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
 __all__ = ["ItemResult", "OpenSearchView", "is_retriable_status", "make_client"]
@@ -67,8 +70,11 @@ class _RetryItems(Exception):
     """Some items (or the whole request) failed retriably; try those again after a backoff."""
 
 
-class OpenSearchView:
-    """Owns the indices of one ``index_prefix``: events (alias over versions) and sessions."""
+class OpenSearchView(ViewWrites):
+    """Owns the indices of one ``index_prefix``: events (alias over versions) and sessions.
+
+    Implements :class:`~sessionlog.indexer.ports.SessionView`; every public method raises only
+    indexer errors (opensearch-py and urllib3 exceptions are translated at this edge)."""
 
     def __init__(
         self,
@@ -105,6 +111,7 @@ class OpenSearchView:
         self.parallelism = parallelism
 
     # -- schema ---------------------------------------------------------------------------------
+    @os_edge_method("ensure schema")
     def ensure_schema(self) -> None:
         """Create the template, the first events index version, the sessions index and aliases."""
         if self.pinned_version is not None:
@@ -125,6 +132,8 @@ class OpenSearchView:
                 body = sessions_index_body(self.settings.shards, self.settings.replicas)
                 body["aliases"] = {self.sessions: {}}
                 self._create_index(f"{self.sessions}-v1", body)
+        except SSLError:
+            raise  # translated at the edge: a certificate problem is not an outage
         except (OSConnectionError, ConnectionTimeout) as err:
             deny(err, self.settings)
             raise ViewUnavailable(f"OpenSearch unreachable at {self.settings.url}: {err}") from err
@@ -139,17 +148,20 @@ class OpenSearchView:
             if "resource_already_exists_exception" not in str(err):
                 raise
 
+    @os_edge_method("current version")
     def current_version(self) -> int:
         """The version number of the index the events alias points at."""
         names = list(self.client.indices.get_alias(name=events_alias(self.prefix)))
         return max(int(name.rsplit("-v", 1)[1]) for name in names)
 
+    @os_edge_method("create version")
     def create_version(self, version: int) -> None:
         """Create (empty) events and sessions indices of ``version``, without aliases."""
         self._create_index(f"{events_alias(self.prefix)}-v{version}", {})
         body = sessions_index_body(self.settings.shards, self.settings.replicas)
         self._create_index(f"{sessions_alias(self.prefix)}-v{version}", body)
 
+    @os_edge_method("switch aliases")
     def switch_aliases(self, old: int, new: int) -> None:
         """Point both read aliases at ``new`` in one atomic alias update."""
         actions: list[dict[str, Any]] = []
@@ -158,10 +170,12 @@ class OpenSearchView:
             actions.append({"add": {"index": f"{alias}-v{new}", "alias": alias}})
         self.client.indices.update_aliases(body={"actions": actions})
 
+    @os_edge_method("delete version")
     def delete_version(self, version: int) -> None:
         names = f"{events_alias(self.prefix)}-v{version},{sessions_alias(self.prefix)}-v{version}"
         self.client.indices.delete(index=names, ignore_unavailable=True)
 
+    @os_edge_method("forget session")
     def forget_session(self, session_id: str) -> int:
         """Delete every document of a session (routed; no delete-by-query module is needed)."""
         deleted = 0
@@ -182,6 +196,7 @@ class OpenSearchView:
             self.client.delete(index=self.sessions, id=session_id, routing=session_id, refresh="true")
         return deleted
 
+    @os_edge_method("drop")
     def drop(self) -> None:
         """Delete every index and template of this prefix (tests and ``forget --all`` only)."""
         self.client.indices.delete(
@@ -191,9 +206,12 @@ class OpenSearchView:
         with contextlib.suppress(NotFoundError):
             self.client.indices.delete_index_template(name=f"{self.events}-template")
 
+    @os_edge_method("refresh")
     def refresh(self) -> None:
         try:
             self.client.indices.refresh(index=f"{self.events},{self.sessions}")
+        except SSLError:
+            raise
         except (OSConnectionError, ConnectionTimeout) as err:
             raise ViewUnavailable(f"OpenSearch unreachable: {err}") from err
 
@@ -218,6 +236,7 @@ class OpenSearchView:
             results.append(ItemResult(action, int(info.get("status", 500)), reason))
         return results
 
+    @os_edge_method("bulk")
     def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:
         """Send actions; re-send only the items that failed retriably, with capped jittered backoff.
 
@@ -265,6 +284,8 @@ class OpenSearchView:
         """Send ``pending``; record final results and leave only the retriable failures in it."""
         try:
             results = self._bulk_once([a for _, a in pending])
+        except SSLError:
+            raise
         except (OSConnectionError, ConnectionTimeout) as err:
             deny(err, self.settings)
             raise _RetryItems(f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}") from err
@@ -272,7 +293,7 @@ class OpenSearchView:
             deny(err, self.settings)
             status = err.status_code if isinstance(err.status_code, int) else 500
             if not is_retriable_status(status):
-                raise ViewUnavailable(f"bulk request rejected ({status}): {err.error}") from err
+                raise ViewFailed(f"bulk request rejected ({status}): {err.error}") from err
             raise _RetryItems(f"bulk request failed ({status})") from err
         retry = []
         for (index, action), result in zip(pending, results, strict=True):
@@ -285,6 +306,7 @@ class OpenSearchView:
         if retry:
             raise _RetryItems(f"{len(retry)} bulk items failing retriably ({retry[0][1].doc_id} ...)")
 
+    @os_edge_method("content hashes")
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
         """Content hashes of existing event documents (realtime get, routed)."""
         docs = [{"_id": a.doc_id, "routing": a.routing} for a in actions]
@@ -296,6 +318,7 @@ class OpenSearchView:
             out[doc["_id"]] = (doc.get("_source") or {}).get("content_hash") if doc.get("found") else None
         return out
 
+    @os_edge_method("get event source")
     def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None:
         try:
             return dict(self.client.get(index=self.events, id=doc_id, routing=routing)["_source"])
@@ -303,6 +326,7 @@ class OpenSearchView:
             return None
 
     # -- searchability watermark -----------------------------------------------------------------
+    @os_edge_method("publish watermarks")
     def publish_watermarks(self, topic: str, through: dict[int, tuple[int, int]]) -> None:
         """Record, per partition, the offset (and record time, ms) through which entries are searchable."""
         if self.pinned_version is not None:
@@ -320,11 +344,9 @@ class OpenSearchView:
                     "published_ms": int(time.time() * 1000),
                 }
             )
-        try:
-            self.client.bulk(body=lines, refresh="true")
-        except (OSConnectionError, ConnectionTimeout, TransportError) as err:
-            raise ViewUnavailable(f"cannot publish watermarks: {err}") from err
+        self.client.bulk(body=lines, refresh="true")
 
+    @os_edge_method("read watermarks")
     def read_watermarks(self, topic: str) -> dict[int, dict[str, Any]]:
         """Per partition: ``offset`` and ``record_time_ms`` through which entries are searchable."""
         try:
@@ -336,6 +358,7 @@ class OpenSearchView:
         return {int(h["_source"]["partition"]): dict(h["_source"]) for h in response["hits"]["hits"]}
 
     # -- restoring projection state --------------------------------------------------------------
+    @os_edge_method("restore session")
     def restore_session(self, session_id: str) -> SessionProjection:
         """Rebuild a session's projection state from the index (after an assignment or restart)."""
         try:
@@ -347,6 +370,7 @@ class OpenSearchView:
             events = list(self._fold_events(session_id))
         return SessionProjection.restore(session_id, doc, events)
 
+    @os_edge_method("restore sessions")
     def restore_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionProjection]:
         """:meth:`restore_session` for many sessions: one routed multi-get for their session
         documents, then the fold events only of sessions that already have events."""
@@ -402,5 +426,32 @@ class OpenSearchView:
             written += sum(1 for r in results if r.ok)
         return written
 
+    # -- SessionView ----------------------------------------------------------------------------
+    def _apply(self, actions: Sequence[Action]) -> list[WriteResult]:
+        out = []
+        for result in self.bulk(actions):
+            if result.exists:
+                out.append(WriteResult(result.action, Outcome.REPLAY))
+            elif result.ok:
+                created = result.action.op == "create"
+                out.append(WriteResult(result.action, Outcome.CREATED if created else Outcome.WRITTEN))
+            else:
+                out.append(WriteResult(result.action, Outcome.REJECTED, f"{result.status} {result.error}"))
+        return out
+
+    def available(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except Exception:  # a probe: any failure means "not now"
+            return False
+
+    def settle(self, committed: bool) -> None:
+        """Nothing to do: OpenSearch writes are not transactional (they are idempotent)."""
+
+    @property
+    def publishes_watermarks(self) -> bool:
+        return self.pinned_version is None
+
     def close(self) -> None:
-        self.client.close()
+        with contextlib.suppress(Exception):
+            self.client.close()

@@ -1,106 +1,40 @@
-"""Operator actions: list and re-drive dead letters, rebuild the projection, forget a session."""
+"""Operator actions on either backend: rebuild the projection, forget a session.
+
+Dead letters are listed and replayed through :class:`~sessionlog.indexer.ports.DeadLetters`
+(:class:`~sessionlog.indexer.kafka_deadletters.KafkaDeadLetters` or
+:class:`~sessionlog.indexer.sqlite_deadletters.SQLiteDeadLetters`). Kafka and OpenSearch are imported
+only by the functions of that backend.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.structs import OffsetAndMetadata
-from opensearchpy.exceptions import OpenSearchException
+from sessionlog.indexer.runner import RunStats
+from sessionlog.indexer.translate import sqlite_edge
 
-from sessionlog.indexer.deadletter import decode_envelope
-from sessionlog.indexer.errors import ViewUnavailable
-from sessionlog.indexer.opensearch_view import OpenSearchView
-from sessionlog.indexer.os_security import deny
-from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
-from sessionlog.indexer.worker import IndexerWorker, WorkerStats
-from sessionlog.ingest.settings import KafkaSettings
-from sessionlog.ingest.topics import dlq_topic, ensure_topics
+if TYPE_CHECKING:
+    from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
+    from sessionlog.ingest.settings import KafkaSettings
 
-__all__ = ["RebuildReport", "dlq_list", "dlq_replay", "forget_session", "rebuild"]
+__all__ = ["Progress", "RebuildReport", "forget_embedded", "forget_session", "rebuild", "rebuild_embedded"]
 
-
-def _drain(consumer: KafkaConsumer, partitions: list[TopicPartition], limit: int | None) -> list[Any]:
-    ends = consumer.end_offsets(partitions)
-    out: list[Any] = []
-    deadline = time.monotonic() + 60
-    while any(consumer.position(tp) < ends[tp] for tp in partitions) and time.monotonic() < deadline:
-        for batch in consumer.poll(timeout_ms=500).values():
-            out.extend(batch)
-        if limit is not None and len(out) >= limit:
-            break
-    return out if limit is None else out[:limit]
-
-
-def dlq_list(kafka: KafkaSettings, limit: int | None = 100) -> list[dict[str, Any]]:
-    """The dead letters, oldest first (decoded envelopes, original bytes under ``key``/``value``)."""
-    ensure_topics(kafka)
-    consumer = KafkaConsumer(**kafka.client_config(), enable_auto_commit=False)
-    try:
-        topic = dlq_topic(kafka.topic)
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        letters = []
-        for msg in _drain(consumer, partitions, limit):
-            envelope = decode_envelope(msg.value)
-            envelope["dlq_offset"] = msg.offset
-            letters.append(envelope)
-        return letters
-    finally:
-        consumer.close()
-
-
-def dlq_replay(kafka: KafkaSettings, group_id: str = "sessionlog-dlq-replay") -> int:
-    """Re-send every dead letter not yet replayed by ``group_id`` to the main topic (after a fix).
-
-    The replay group's committed offset makes a second run re-drive only newer letters, and the
-    indexer treats an identical (session, seq) as a no-op, so replaying is idempotent."""
-    ensure_topics(kafka)
-    topic = dlq_topic(kafka.topic)
-    consumer = KafkaConsumer(
-        **kafka.client_config(), group_id=group_id, enable_auto_commit=False, auto_offset_reset="earliest"
-    )
-    producer = KafkaProducer(**kafka.client_config(), acks="all", enable_idempotence=True)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        consumer.assign(partitions)
-        committed = {tp: consumer.committed(tp) for tp in partitions}
-        for tp, offset in committed.items():
-            if offset is None:
-                consumer.seek_to_beginning(tp)
-            else:
-                consumer.seek(tp, offset)
-        records = _drain(consumer, partitions, None)
-        futures = []
-        for msg in records:
-            envelope = decode_envelope(msg.value)
-            futures.append(producer.send(envelope["topic"], key=envelope["key"], value=envelope["value"]))
-        producer.flush(timeout=60)
-        for future in futures:
-            future.get(timeout=60)
-        commits = {}
-        for msg in records:
-            tp = TopicPartition(msg.topic, msg.partition)
-            commits[tp] = OffsetAndMetadata(msg.offset + 1, "", -1)
-        if commits:
-            consumer.commit(commits)
-        return len(records)
-    finally:
-        producer.close(timeout=10)
-        consumer.close(autocommit=False)
+#: Called after every batch with the run's stats and the records still to project.
+Progress = Callable[[RunStats, int], None]
 
 
 @dataclass(frozen=True)
 class RebuildReport:
-    """What a rebuild did."""
+    """What a rebuild did (versions are 0 on the embedded backend, which has none)."""
 
     old_version: int
     new_version: int
-    stats: WorkerStats
+    stats: RunStats
     seconds: float
     kept_old: bool
 
@@ -111,10 +45,13 @@ def rebuild(
     settings: IndexerSettings,
     *,
     keep: bool = False,
-    on_batch: Callable[[WorkerStats, dict[TopicPartition, int]], None] | None = None,
+    on_batch: Progress | None = None,
 ) -> RebuildReport:
     """Replay the topic from the beginning into a new index version while the current one keeps
     serving; move the read aliases atomically once caught up, then catch up once more."""
+    from sessionlog.indexer.opensearch_view import OpenSearchView
+    from sessionlog.indexer.worker import kafka_runner
+
     started = time.monotonic()
     admin_view = OpenSearchView(opensearch)
     try:
@@ -126,19 +63,15 @@ def rebuild(
             update={"group_id": f"{settings.group_id}-rebuild-v{new}-{int(time.time())}"}
         )
         target = OpenSearchView(opensearch, pinned_version=new, retry_budget=settings.retry_budget)
-        with IndexerWorker(kafka, opensearch, group, view=target) as worker:
-            ends: dict[TopicPartition, int] = {}
+        with kafka_runner(kafka, opensearch, group, view=target) as runner:
 
-            def progress(stats: WorkerStats) -> None:
+            def progress(stats: RunStats) -> None:
                 if on_batch is not None:
-                    consumer = worker._consumer
-                    if consumer is not None and not ends:
-                        ends.update(consumer.end_offsets(list(consumer.assignment())))
-                    on_batch(stats, ends)
+                    on_batch(stats, sum(runner.source.lag().values()))
 
-            worker.run(until_idle=True, on_batch=progress)
+            runner.run(until_idle=True, on_batch=progress)
             admin_view.switch_aliases(old, new)
-            stats = worker.run(until_idle=True, on_batch=progress)
+            stats = runner.run(until_idle=True, on_batch=progress)
         if not keep:
             admin_view.delete_version(old)
         return RebuildReport(old, new, stats, time.monotonic() - started, keep)
@@ -147,15 +80,60 @@ def rebuild(
 
 
 def forget_session(opensearch: OpenSearchSettings, session_id: str) -> int:
-    """Delete a session's documents from the projection; returns how many events were deleted.
+    """Delete a session's documents from the OpenSearch projection; how many events were deleted.
 
     The Kafka topic still holds the records until retention removes them (or, on a compacted
     topic, until tombstones for every key are compacted); a rebuild would bring them back until then."""
+    from sessionlog.indexer.opensearch_view import OpenSearchView
+
     view = OpenSearchView(opensearch)
     try:
         return view.forget_session(session_id)
-    except OpenSearchException as err:
-        deny(err, opensearch)  # a principal without delete rights says so in one line
-        raise ViewUnavailable(f"forget failed at {opensearch.url}: {type(err).__name__}: {err}") from None
     finally:
         view.close()
+
+
+def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None = None) -> RebuildReport:
+    """Empty the projection of a SQLite file and project its whole log again.
+
+    The emptying and the reset of the position are one transaction; readers see an empty (then
+    growing) projection until the replay finishes (the embedded backend has no index versions)."""
+    from sessionlog.indexer.embedded import embedded_runner, open_embedded
+    from sessionlog.indexer.sqlite_view import clear_projection
+
+    started = time.monotonic()
+    conn = open_embedded(Path(path))
+    try:
+        with sqlite_edge(f"cannot reset the projection of {path}"):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                clear_projection(conn)
+                conn.execute("DELETE FROM indexer_positions WHERE name = 'default'")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+    finally:
+        conn.close()
+    with embedded_runner(path) as runner:
+
+        def progress(stats: RunStats) -> None:
+            if on_batch is not None:
+                on_batch(stats, sum(runner.source.lag().values()))
+
+        stats = runner.run(until_idle=True, on_batch=progress)
+    return RebuildReport(0, 0, stats, time.monotonic() - started, False)
+
+
+def forget_embedded(path: str | os.PathLike[str], session_id: str) -> int:
+    """Delete a session's documents from the projection of a SQLite file (the log keeps its rows,
+    so a rebuild would bring them back)."""
+    from sessionlog.indexer.embedded import open_embedded
+    from sessionlog.indexer.sqlite_view import SQLiteView
+
+    conn = open_embedded(Path(path))
+    try:
+        with SQLiteView(conn=conn) as view:
+            return view.forget_session(session_id)
+    finally:
+        conn.close()

@@ -71,6 +71,11 @@ class IndexerSettings(BaseSettings):
     session_timeout_s: float = Field(
         10.0, ge=6, le=300, description="A worker that stops heartbeating leaves the group after this."
     )
+    idle_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        description="--until-idle: fail after this long without progress towards the topic's end.",
+    )
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Port for /metrics and health.")
     metrics_host: str = Field(
         "127.0.0.1", description="Address the metrics/health server binds (0.0.0.0 in a container)."

@@ -1,12 +1,12 @@
 """The embedded projection (write side): event and session documents in one SQLite file, plus the
 full-text indexes the embedded provider searches.
 
-:class:`SQLiteView` has the methods :class:`~sessionlog.indexer.batch.BatchProcessor` calls on a view
-(``refresh``, ``restore_session``, ``bulk``, ``content_hashes``, ``get_event_source``) with the
-same results as :class:`~sessionlog.indexer.opensearch_view.OpenSearchView` (a ``create`` of an
-existing id is a 409, an ``update`` of a missing one a 404), so the same projection code runs on
-both. It writes inside the caller's transaction when there is one: the embedded indexer stores its
-read position in the same transaction as the documents (exactly-once effect).
+:class:`SQLiteView` implements :class:`~sessionlog.indexer.ports.SessionView` with the same
+outcomes as :class:`~sessionlog.indexer.opensearch_view.OpenSearchView` (a ``create`` of an existing
+id is a replay or a conflict, an ``update`` of a missing one is rejected), so the same projection
+code runs on both; sqlite3 errors are translated at this edge. It writes inside the caller's
+transaction when there is one: the embedded runner stores its read position in the same
+transaction as the documents (exactly-once effect).
 
 The read model (``sessionlog.query.sqlite_provider`` reads these tables by name):
 
@@ -34,31 +34,34 @@ Every contentless FTS5 row has the rowid of its ``events`` (or ``vocab``) row. (
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import orjson
 
 from sessionlog.indexer.document import fold_event
-from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
-from sessionlog.indexer.opensearch_view import ItemResult, OpenSearchView
+from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.textfold import IDENT_RE, WORD_RE, cjk_grams, fold, is_cjk
+from sessionlog.indexer.translate import sqlite_edge, sqlite_error
+from sessionlog.indexer.view_writes import ViewWrites
 from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, rollback
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
 __all__ = [
     "MAX_TERM_CHARS",
-    "ProjectionView",
     "SQLiteView",
     "TextRows",
+    "clear_projection",
     "ensure_view_schema",
     "index_tokens",
     "text_rows",
@@ -117,25 +120,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS events_cjk
     USING fts5(body, content='', tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri USING fts5(body, content='', tokenize='trigram', detail='none')
 """
-
-
-class ProjectionView(Protocol):
-    """What :class:`~sessionlog.indexer.batch.BatchProcessor` needs of a view (both views have it)."""
-
-    def refresh(self) -> None: ...
-
-    def restore_session(self, session_id: str) -> SessionProjection: ...
-
-    def bulk(self, actions: Sequence[Action]) -> list[ItemResult]: ...
-
-    def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]: ...
-
-    def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None: ...
-
-
-def _conforms(opensearch: OpenSearchView, embedded: SQLiteView) -> tuple[ProjectionView, ProjectionView]:
-    """Never called: makes the type checker prove that both views satisfy :class:`ProjectionView`."""
-    return opensearch, embedded
 
 
 def ensure_view_schema(conn: sqlite3.Connection) -> None:
@@ -202,7 +186,7 @@ def _text_field(event_type: str) -> str:
     return "args" if event_type == "tool/call" else "text"
 
 
-class SQLiteView:
+class SQLiteView(ViewWrites):
     """The event and session documents of one SQLite file, and their full-text indexes."""
 
     def __init__(
@@ -222,7 +206,8 @@ class SQLiteView:
             try:
                 conn = connect(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
             except IngestError as err:
-                raise ViewUnavailable(f"cannot open {path}: {err}") from err
+                kind = ViewUnavailable if err.retriable else ViewFailed
+                raise kind(f"cannot open {path}: {err}") from err
         self.conn = conn
         self.attempts = 0
         self._known_terms: set[tuple[str, str]] = set()
@@ -234,7 +219,7 @@ class SQLiteView:
         try:
             ensure_view_schema(self.conn)
         except sqlite3.Error as err:
-            raise ViewUnavailable(f"cannot create the projection tables: {err}") from err
+            raise sqlite_error(err, "cannot create the projection tables") from err
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -245,7 +230,7 @@ class SQLiteView:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as err:
-            raise ViewUnavailable(f"cannot start a write transaction: {err}") from err
+            raise sqlite_error(err, "cannot start a write transaction") from err
         try:
             yield
             self.conn.execute("COMMIT")
@@ -270,23 +255,20 @@ class SQLiteView:
         """Nothing to do: a committed write is visible to every later read."""
 
     # -- bulk -----------------------------------------------------------------------------------
-    def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:
+    def _apply(self, actions: Sequence[Action]) -> list[WriteResult]:
         """Apply actions in order (inside the caller's transaction, or one of its own). A failing
-        item is rolled back alone and returned with status 400; a locked or unwritable file raises
-        :class:`ViewUnavailable` (the caller retries the whole batch)."""
+        item is rolled back alone and returned REJECTED; a locked file raises
+        ``ViewUnavailable``, an unusable one ``ViewFailed``."""
         self.attempts += 1
-        results: list[ItemResult] = []
+        results: list[WriteResult] = []
         staged: list[tuple[int, str, TextRows]] = []
-        try:
-            with self.transaction():
-                for action in actions:
-                    results.append(self._apply_one(action, staged))
-                self._index_text(staged)
-        except sqlite3.OperationalError as err:
-            raise ViewUnavailable(f"embedded projection write failed: {err}") from err
+        with sqlite_edge("embedded projection write"), self.transaction():
+            for action in actions:
+                results.append(self._apply_one(action, staged))
+            self._index_text(staged)
         return results
 
-    def _apply_one(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> ItemResult:
+    def _apply_one(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> WriteResult:
         self.conn.execute("SAVEPOINT item")
         try:
             if action.target == "events" and action.op == "create":
@@ -296,8 +278,8 @@ class SQLiteView:
             elif action.target == "sessions" and action.op == "index":
                 result = self._index_session(action)
             else:
-                result = ItemResult(
-                    action, 400, f"illegal_argument_exception: {action.op} on {action.target}"
+                result = WriteResult(
+                    action, Outcome.REJECTED, f"{action.op} on {action.target} is not supported"
                 )
         except (
             sqlite3.IntegrityError,
@@ -305,9 +287,10 @@ class SQLiteView:
             sqlite3.InterfaceError,
             ValueError,
             TypeError,
+            KeyError,
         ) as err:
             self._undo_item()
-            return ItemResult(action, 400, f"mapper_parsing_exception: {err}")
+            return WriteResult(action, Outcome.REJECTED, f"document not accepted: {err}")
         except BaseException:
             self._undo_item()
             raise
@@ -321,7 +304,7 @@ class SQLiteView:
             self.conn.execute("ROLLBACK TO item")
             self.conn.execute("RELEASE item")
 
-    def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> ItemResult:
+    def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> WriteResult:
         body = dict(action.body)
         field = _text_field(body["type"])
         text = str(body.get(field) or "")
@@ -339,12 +322,10 @@ class SQLiteView:
             ),
         )  # fmt: skip
         if cursor.rowcount == 0:
-            return ItemResult(
-                action, 409, f"version_conflict_engine_exception: [{action.doc_id}]: document exists"
-            )
+            return WriteResult(action, Outcome.REPLAY)  # exists: ViewWrites.write tells replay from conflict
         # The full-text rows are written for the whole bulk at once (_index_text), last.
         staged.append((int(cursor.lastrowid or 0), str(body["workspace_id"]), text_rows(text)))
-        return ItemResult(action, 201, None)
+        return WriteResult(action, Outcome.CREATED)
 
     def _index_text(self, staged: list[tuple[int, str, TextRows]]) -> None:
         """The full-text rows of the events created by one bulk, and their workspaces' new terms."""
@@ -389,26 +370,26 @@ class SQLiteView:
             )
         self._pending_terms.update(new)
 
-    def _update_event(self, action: Action) -> ItemResult:
+    def _update_event(self, action: Action) -> WriteResult:
         row = self.conn.execute("SELECT doc FROM events WHERE doc_id = ?", (action.doc_id,)).fetchone()
         if row is None:
-            return ItemResult(action, 404, f"document_missing_exception: [{action.doc_id}]: document missing")
+            return WriteResult(action, Outcome.REJECTED, f"document missing: {action.doc_id}")
         doc = orjson.loads(row[0])
         doc.update(action.body.get("doc") or {})
         self.conn.execute(
             "UPDATE events SET doc = ?, surface_state = ? WHERE doc_id = ?",
             (orjson.dumps(doc), doc["surface_state"], action.doc_id),
         )
-        return ItemResult(action, 200, None)
+        return WriteResult(action, Outcome.WRITTEN)
 
-    def _index_session(self, action: Action) -> ItemResult:
+    def _index_session(self, action: Action) -> WriteResult:
         body = action.body
-        cursor = self.conn.execute(
+        self.conn.execute(
             "INSERT INTO sessions (session_id, workspace_id, doc) VALUES (?, ?, ?) "
             "ON CONFLICT (session_id) DO UPDATE SET workspace_id = excluded.workspace_id, doc = excluded.doc",
             (action.doc_id, body.get("workspace_id"), orjson.dumps(body)),
         )
-        return ItemResult(action, 201 if cursor.rowcount else 200, None)
+        return WriteResult(action, Outcome.WRITTEN)
 
     # -- reads the projection needs ----------------------------------------------------------------
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
@@ -422,16 +403,16 @@ class SQLiteView:
                     f"SELECT doc_id, content_hash FROM events WHERE doc_id IN ({marks})", chunk
                 ):
                     out[doc_id] = digest
-        except sqlite3.OperationalError as err:
-            raise ViewUnavailable(f"embedded projection read failed: {err}") from err
+        except sqlite3.Error as err:
+            raise sqlite_error(err, "embedded projection read") from err
         return out
 
     def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None:
         """The event document as OpenSearch would return its ``_source``."""
         try:
             row = self.conn.execute("SELECT text, doc FROM events WHERE doc_id = ?", (doc_id,)).fetchone()
-        except sqlite3.OperationalError as err:
-            raise ViewUnavailable(f"embedded projection read failed: {err}") from err
+        except sqlite3.Error as err:
+            raise sqlite_error(err, "embedded projection read") from err
         if row is None:
             return None
         return _source(row[0], row[1])
@@ -447,9 +428,35 @@ class SQLiteView:
                     "SELECT doc FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
                 )
                 events = [fold_event(orjson.loads(doc)) for (doc,) in cursor]
-        except sqlite3.OperationalError as err:
-            raise ViewUnavailable(f"embedded projection read failed: {err}") from err
+        except sqlite3.Error as err:
+            raise sqlite_error(err, "embedded projection read") from err
         return SessionProjection.restore(session_id, session_doc, events)
+
+    def restore_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionProjection]:
+        """:meth:`restore_session` of each session."""
+        return {sid: self.restore_session(sid) for sid in session_ids}
+
+    def available(self) -> bool:
+        try:
+            self.conn.execute("SELECT 1").fetchone()
+        except sqlite3.Error:
+            return False
+        return True
+
+    def settle(self, committed: bool) -> None:
+        """Keep (committed) or forget (rolled back) the vocabulary cached during the batch."""
+        if committed:
+            self.commit_caches()
+        else:
+            self.discard_caches()
+
+    @property
+    def publishes_watermarks(self) -> bool:
+        """False: a committed write is visible to every later read, nothing to publish."""
+        return False
+
+    def publish_watermarks(self, topic: str, through: dict[int, tuple[int, int]]) -> None:
+        """Nothing to publish (see :attr:`publishes_watermarks`)."""
 
     # -- bulk loads, maintenance ------------------------------------------------------------------
     def write_records(self, records: Iterable[HeaderRecord | EventRecord]) -> int:
@@ -458,13 +465,13 @@ class SQLiteView:
         actions = project_records(records)
         written = 0
         for start in range(0, len(actions), 5000):
-            results = self.bulk(actions[start : start + 5000])
-            written += sum(1 for r in results if r.ok)
+            results = self.write(actions[start : start + 5000])
+            written += sum(1 for r in results if r.outcome in (Outcome.CREATED, Outcome.WRITTEN))
         return written
 
     def forget_session(self, session_id: str) -> int:
         """Delete every document of a session (its vocabulary terms stay; they match nothing)."""
-        with self.transaction():
+        with sqlite_edge("forget"), self.transaction():
             rows = self.conn.execute(
                 "SELECT rid, text FROM events WHERE session_id = ?", (session_id,)
             ).fetchall()
@@ -507,3 +514,16 @@ def _source(text: str, doc: bytes) -> dict[str, Any]:
     field = source.pop("text_field", "text")
     source[field] = text
     return source
+
+
+_TABLE_RE: Final = re.compile(r"CREATE (VIRTUAL )?TABLE IF NOT EXISTS (\w+)")
+
+
+def clear_projection(conn: sqlite3.Connection) -> None:
+    """Empty every projection table (inside the caller's transaction); the log is not touched.
+    Contentless full-text tables are emptied with their ``delete-all`` command."""
+    for virtual, table in _TABLE_RE.findall(_VIEW_SCHEMA):
+        if virtual:
+            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
+        else:
+            conn.execute(f"DELETE FROM {table}")

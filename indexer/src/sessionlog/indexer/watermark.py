@@ -11,9 +11,9 @@ import logging
 import threading
 import time
 
-from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.errors import IndexerError
 from sessionlog.indexer.metrics import IndexerMetrics
-from sessionlog.indexer.opensearch_view import OpenSearchView
+from sessionlog.indexer.ports import SessionView
 
 __all__ = ["WatermarkPublisher"]
 
@@ -23,12 +23,13 @@ log = logging.getLogger("sessionlog.indexer")
 class WatermarkPublisher:
     """Background refresh + watermark publication; ``offer`` never blocks on OpenSearch."""
 
-    def __init__(self, view: OpenSearchView, topic: str, metrics: IndexerMetrics, interval_s: float) -> None:
+    def __init__(self, view: SessionView, topic: str, metrics: IndexerMetrics, interval_s: float) -> None:
         self.view = view
         self.topic = topic
         self.metrics = metrics
         self.interval_s = interval_s
         self._lock = threading.Condition()
+        self._publishing = threading.Lock()
         self._offsets: dict[int, tuple[int, int]] = {}
         self._times: list[float] = []
         self._stop = False
@@ -42,11 +43,13 @@ class WatermarkPublisher:
             self._lock.notify()
 
     def publish_now(self) -> None:
-        """Refresh and publish whatever is pending, on the caller's thread."""
-        with self._lock:
-            offsets, times = self._offsets, self._times
-            self._offsets, self._times = {}, []
-        self._publish(offsets, times)
+        """Refresh and publish whatever is pending, on the caller's thread, after any publication
+        the thread has in flight (so everything offered before this call is published on return)."""
+        with self._publishing:
+            with self._lock:
+                offsets, times = self._offsets, self._times
+                self._offsets, self._times = {}, []
+            self._publish(offsets, times)
 
     def _publish(self, offsets: dict[int, tuple[int, int]], times: list[float]) -> None:
         if not offsets:
@@ -54,7 +57,7 @@ class WatermarkPublisher:
         try:
             self.view.refresh()
             self.view.publish_watermarks(self.topic, offsets)
-        except ViewUnavailable as err:
+        except IndexerError as err:  # retried with the next publication, whatever the cause
             log.warning("watermark not published: %s", err)
             with self._lock:  # keep them; a later publication covers them
                 for partition, value in offsets.items():
@@ -77,10 +80,11 @@ class WatermarkPublisher:
             if wait > 0:
                 time.sleep(wait)
             last = time.monotonic()
-            with self._lock:
-                offsets, times = self._offsets, self._times
-                self._offsets, self._times = {}, []
-            self._publish(offsets, times)
+            with self._publishing:
+                with self._lock:
+                    offsets, times = self._offsets, self._times
+                    self._offsets, self._times = {}, []
+                self._publish(offsets, times)
 
     def close(self) -> None:
         """Stop the thread and publish what is left. Idempotent."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sessionlog.ingest.wire import EventRecord
@@ -83,15 +84,23 @@ class LiveLog:
 
     def acknowledged(self, session_id: str, seq: int, partition: int, offset: int) -> None:
         """Record where the broker put an event (called from the producer's callback)."""
+        self.acknowledged_many([(session_id, seq, partition, offset)])
+
+    def acknowledged_many(self, acks: Iterable[tuple[str, int, int, int]]) -> None:
+        """:meth:`acknowledged` for many (session_id, seq, partition, offset) under one lock."""
         with self._lock:
-            session = self._sessions.get(session_id)
-            entry = session.entries.get(seq) if session else None
-            if entry is None:
-                return
-            entry.partition, entry.offset = partition, offset
-            queue = self._by_partition.setdefault(partition, deque())
-            queue.append((offset, session_id, seq))
-            self._indexed += 1
+            sessions, by_partition = self._sessions, self._by_partition
+            for session_id, seq, partition, offset in acks:
+                session = sessions.get(session_id)
+                entry = session.entries.get(seq) if session else None
+                if entry is None:
+                    continue
+                entry.partition, entry.offset = partition, offset
+                queue = by_partition.get(partition)
+                if queue is None:
+                    queue = by_partition[partition] = deque()
+                queue.append((offset, session_id, seq))
+                self._indexed += 1
             if self._indexed > 2 * max(self.max_total, 1024):
                 self._compact()
 

@@ -59,6 +59,8 @@ class OutgoingEntry:
         seq: int | None,
         handle: AppendHandle | None,
         rid: int | None = None,
+        *,
+        session_id: str | None = None,
     ) -> None:
         self.ticket = ticket
         self.key = key
@@ -67,7 +69,7 @@ class OutgoingEntry:
         self.handle = handle
         self.rid = rid
         self.size = len(key) + len(value)
-        self.session_id = key.decode("utf-8")
+        self.session_id = key.decode("utf-8") if session_id is None else session_id
 
 
 def compression() -> str:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka.errors import KafkaError
+from kafka.partitioner.default import murmur2
 
 from sessionlog.ingest.errors import IngestError, LogRefused, RecordRejected
 from sessionlog.ingest.kafka_errors import is_permanent, translate_kafka_error
@@ -29,6 +30,12 @@ from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
 from sessionlog.ingest.spool import Spool
 
 __all__ = ["SenderThread"]
+
+#: What :meth:`SenderThread._take_work` returns besides a batch: acknowledgements to apply, or
+#: the housekeeping tick (spool sync and reclaim). Both are empty, so ``if batch:`` skips them.
+_ACKS: list[OutgoingEntry] = []
+_TICK: list[OutgoingEntry] = []
+_PARTITION_CACHE_MAX = 100_000
 
 log = logging.getLogger("sessionlog.ingest.appender")
 
@@ -62,16 +69,30 @@ class SenderThread:
     _counts: dict[str, int]
     _throttle: Throttle
     _next_housekeeping: float
+    _acks: deque[tuple[OutgoingEntry, Any]]
+    _ack_signal: bool
+    _sender_waiting: bool
+    _partition_list: list[int] | None
+    _partition_cache: dict[bytes, int]
 
     def _run(self) -> None:
+        # After a small batch the sender rests for up to linger_ms (the producer lingers that long
+        # anyway): the caller's appends then pile up without waking this thread once per record,
+        # and the next round takes them all under one lock. Under one GIL, every wakeup is a
+        # thread switch the caller pays for.
+        rest = min(self.options.linger_ms, 5) / 1000
         try:
             while True:
                 batch = self._take_work()
                 if batch is None:
                     break
+                if self._acks:
+                    self._apply_acks()
                 if batch:
                     self._send(batch)
-                else:
+                    if rest and len(batch) < BATCH_RECORDS // 2:
+                        self._pause(rest)
+                elif batch is _TICK:
                     self._housekeeping()
         except BaseException as err:  # a refusal or a bug: make it visible instead of hanging appenders
             if isinstance(err, IngestError):
@@ -84,6 +105,7 @@ class SenderThread:
                 self._room.notify_all()
         finally:
             self._stop_producer()
+            self._apply_acks()  # what the producer acknowledged while closing
 
     def _housekeeping(self) -> None:
         spool = self._spool
@@ -97,10 +119,13 @@ class SenderThread:
             while True:
                 if self._abort:
                     return None
+                if self._ack_signal:
+                    self._ack_signal = False
+                    return _ACKS
                 now = time.monotonic()
                 if now >= self._next_housekeeping:
                     self._next_housekeeping = now + tick
-                    return []
+                    return _TICK
                 if self._inflight_bytes < self.options.inflight_max_bytes:
                     if self._redo:
                         items, self._redo = self._redo, []
@@ -116,7 +141,9 @@ class SenderThread:
                         self._spilling = False  # caught up: new entries may use the queue again
                         self._room.notify_all()
                         continue
+                self._sender_waiting = True
                 self._work.wait(tick)
+                self._sender_waiting = False
         return self._read_spool(spool, start, upto)
 
     def _pop_queue_locked(self) -> list[OutgoingEntry]:
@@ -185,52 +212,127 @@ class SenderThread:
                 self._redo = sorted([*items, *self._redo], key=lambda it: it.ticket)
             return
         topic = self.settings.topic
+        inflight = self._inflight
+        with self._lock:
+            for item in items:
+                inflight[id(item)] = item
+            self._inflight_bytes += sum(item.size for item in items)
+        try:
+            partition_of = self._partitioner(producer, topic)
+        except (KafkaError, OSError) as err:
+            if not is_permanent(err):
+                self._retry_later(items, err)
+                return
+            partition_of = None  # send() raises it again for each entry, which then fails for good
+        send, on_ack, on_error = producer.send, self._on_ack, self._on_error
         for index, item in enumerate(items):
-            with self._lock:
-                self._inflight[id(item)] = item
-                self._inflight_bytes += item.size
             try:
-                future = producer.send(topic, key=item.key, value=item.value)
+                if partition_of is None:
+                    future = send(topic, key=item.key, value=item.value)
+                else:
+                    future = send(topic, key=item.key, value=item.value, partition=partition_of(item.key))
             except Exception as err:
-                with self._lock:
-                    if self._inflight.pop(id(item), None) is not None:
-                        self._inflight_bytes -= item.size
                 if is_permanent(err) or not isinstance(err, KafkaError | OSError):
+                    self._forget_inflight(items[index : index + 1])
                     self._fail_item(item, err)
                     continue
-                with self._lock:
-                    self._redo = sorted([*items[index:], *self._redo], key=lambda it: it.ticket)
-                self._throttle.warn(
-                    "send",
-                    "Kafka at %s not ready (%s); entries are queued/spooled, retrying",
-                    self.settings.bootstrap_servers,
-                    err,
-                )
-                self._pause(0.5)
+                self._retry_later(items[index:], err)
                 return
-            future.add_callback(self._on_ack, item)
-            future.add_errback(self._on_error, item)
+            future.add_callback(on_ack, item)
+            future.add_errback(on_error, item)
+
+    def _retry_later(self, rest: list[OutgoingEntry], err: BaseException) -> None:
+        self._forget_inflight(rest)
+        with self._lock:
+            self._redo = sorted([*rest, *self._redo], key=lambda it: it.ticket)
+        self._throttle.warn(
+            "send",
+            "Kafka at %s not ready (%s); entries are queued/spooled, retrying",
+            self.settings.bootstrap_servers,
+            err,
+        )
+        self._pause(0.5)
+
+    def _partitioner(self, producer: Any, topic: str) -> Callable[[bytes], int] | None:
+        """The partition of a key exactly as kafka-python's default partitioner picks it (murmur2
+        of the key over the sorted partitions), computed once per session instead of once per
+        record: the pure-Python hash was a fifth of ``send()``. None when the producer cannot
+        tell its partitions (then ``send()`` picks, as before)."""
+        lookup = getattr(producer, "partitions_for", None)
+        if lookup is None:
+            return None
+        known = lookup(topic)
+        if not known:
+            return None
+        partitions = sorted(known)
+        if partitions != self._partition_list or len(self._partition_cache) > _PARTITION_CACHE_MAX:
+            self._partition_list, self._partition_cache = partitions, {}
+        cache, count = self._partition_cache, len(partitions)
+
+        def partition_of(key: bytes) -> int:
+            partition = cache.get(key)
+            if partition is None:
+                partition = cache[key] = partitions[(murmur2(key) & 0x7FFFFFFF) % count]
+            return partition
+
+        return partition_of
+
+    def _forget_inflight(self, items: list[OutgoingEntry]) -> None:
+        with self._lock:
+            for item in items:
+                if self._inflight.pop(id(item), None) is not None:
+                    self._inflight_bytes -= item.size
 
     def _on_ack(self, item: OutgoingEntry, metadata: Any) -> None:
-        position = Position(metadata.partition, metadata.offset)
+        # On kafka-python's I/O thread, once per record: only note it. The sender thread applies
+        # the acknowledgements of a whole response at once (one lock, one spool update, one wakeup).
+        self._acks.append((item, metadata))
+        if not self._ack_signal:
+            with self._lock:
+                self._ack_signal = True
+                self._work.notify()
+
+    def _apply_acks(self) -> None:
+        acks = self._acks
+        if not acks:
+            return
+        batch: list[tuple[OutgoingEntry, Any]] = []
+        pop = acks.popleft
+        while acks:
+            batch.append(pop())
+        resolved: list[tuple[AppendHandle, Position]] = []
+        live: list[tuple[str, int, int, int]] = []
+        rids: list[int] = []
         with self._lock:
-            if self._inflight.pop(id(item), None) is not None:
-                self._inflight_bytes -= item.size
-            handle = item.handle
-            if item.rid is not None:
-                if self._spool is not None:
-                    self._spool.ack(item.rid)
-                if handle is None:
-                    handle = self._spilled_handles.pop(item.rid, None)
-            else:
-                self._mem_done.add(item.ticket)
-            self._counts["acknowledged"] += 1
+            inflight, mem_done = self._inflight, self._mem_done
+            spilled = self._spilled_handles
+            freed = 0
+            for item, metadata in batch:
+                position = Position(metadata.partition, metadata.offset)
+                if inflight.pop(id(item), None) is not None:
+                    freed += item.size
+                handle = item.handle
+                if item.rid is not None:
+                    rids.append(item.rid)
+                    if handle is None:
+                        handle = spilled.pop(item.rid, None)
+                else:
+                    mem_done.add(item.ticket)
+                if handle is not None:
+                    resolved.append((handle, position))
+                if item.seq is not None:
+                    live.append((item.session_id, item.seq, position.partition, position.offset))
+            self._inflight_bytes -= freed
+            if self._orphans:  # acknowledged after all while the producer was being stopped
+                done = {id(item) for item, _ in batch}
+                self._orphans = [it for it in self._orphans if id(it) not in done]
+            if rids and self._spool is not None:
+                self._spool.ack_many(rids)
+            self._counts["acknowledged"] += len(batch)
             self._idle.notify_all()
-            self._work.notify()
-        if handle is not None:
+        for handle, position in resolved:
             handle._resolve(position)
-        if item.seq is not None:
-            self.live.acknowledged(item.session_id, item.seq, position.partition, position.offset)
+        self.live.acknowledged_many(live)
 
     def _on_error(self, item: OutgoingEntry, err: Exception) -> None:
         with self._lock:
@@ -279,6 +381,7 @@ class SenderThread:
             self.live.discard(item.session_id, item.seq)
 
     def _stop_producer(self) -> None:
+        self._apply_acks()
         producer, self._producer = self._producer, None
         if producer is None:
             return

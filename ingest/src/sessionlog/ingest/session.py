@@ -48,6 +48,8 @@ class WriterRegistry:
 
     def owner(self, session_id: str, generation: int) -> SessionWriter | None:
         """The open writer of ``session_id`` of this process generation, if any."""
+        if not self._writers:  # the common case of raw appends: no lookup in the weak mapping
+            return None
         current = self._writers.get(session_id)
         if current is not None and not current.closed and current._generation == generation:
             return current

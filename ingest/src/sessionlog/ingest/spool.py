@@ -17,192 +17,44 @@ that is cut short, longer than possible or fails its CRC ends the segment, and t
 truncated there (a *torn tail* from a crash in the middle of a write). Acknowledged records are
 tracked in memory; a sealed segment whose records are all acknowledged is deleted.
 
-The spool is thread-safe; it never imports the network side.
+The spool is thread-safe; it never imports the network side. The format is in ``spool_format``,
+the files (segments, lock, recovery) in ``spool_disk``, reads and acknowledgements in
+``spool_read``, the fsync policies in ``spool_sync``.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import errno
-import fcntl
-import logging
 import os
-import struct
 import threading
 import time
-import zlib
-from array import array
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
 
 from sessionlog.ingest.errors import SpoolError, SpoolFull, SpoolLocked
 from sessionlog.ingest.settings import FsyncPolicy
-from sessionlog.ingest.wire import MAX_RECORD_BYTES
+from sessionlog.ingest.spool_disk import (
+    LOCK_NAME,
+    SUFFIX,
+    Segment,
+    acquire_lock,
+    recover,
+)
+from sessionlog.ingest.spool_format import (
+    MAGIC,
+    Recovery,
+    SpoolRecord,
+    encode_frame,
+    encode_frames,
+)
+from sessionlog.ingest.spool_read import REJECTED_NAME
+from sessionlog.ingest.spool_sync import SyncingSpool
 
 __all__ = ["MAGIC", "Recovery", "Spool", "SpoolRecord", "encode_frame", "open_slot"]
 
-log = logging.getLogger("sessionlog.ingest.spool")
 
-MAGIC: Final = b"SLSPOOL1"
-_FRAME: Final = struct.Struct(">II")
-_HEAD: Final = struct.Struct(">qH")
-#: Longest payload a valid frame can carry: the record cap plus the key and the head.
-MAX_PAYLOAD: Final = MAX_RECORD_BYTES + 64 * 1024
-_SUFFIX: Final = ".seg"
-_LOCK_NAME: Final = "LOCK"
-_REJECTED_NAME: Final = "rejected.log"
-
-
-@dataclass(frozen=True, slots=True)
-class SpoolRecord:
-    """One spooled record: its id in the spool, the Kafka key and value, and the session seq."""
-
-    rid: int
-    key: bytes
-    seq: int | None
-    value: bytes
-    ticket: int = -1
-
-    @property
-    def session_id(self) -> str:
-        return self.key.decode("utf-8")
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """What opening the spool found on disk."""
-
-    segments: int
-    records: int
-    truncated_bytes: int
-    truncated_segments: tuple[str, ...]
-    quarantined: tuple[str, ...]
-
-
-def encode_frame(key: bytes, seq: int | None, value: bytes) -> bytes:
-    """One frame (length, CRC32, payload) exactly as it is written to a segment."""
-    payload = _HEAD.pack(-1 if seq is None else seq, len(key)) + key + value
-    return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
-
-
-def _decode_payload(payload: bytes) -> tuple[bytes, int | None, bytes] | None:
-    if len(payload) < _HEAD.size:
-        return None
-    seq, key_len = _HEAD.unpack_from(payload)
-    if _HEAD.size + key_len > len(payload):
-        return None
-    key = payload[_HEAD.size : _HEAD.size + key_len]
-    return key, (None if seq < 0 else seq), payload[_HEAD.size + key_len :]
-
-
-def _scan(data: bytes) -> tuple[list[int], list[tuple[bytes, int | None]], int]:
-    """Offsets and (key, seq) of the valid frames of a segment, and where the valid part ends."""
-    offsets: list[int] = []
-    keys: list[tuple[bytes, int | None]] = []
-    pos = len(MAGIC)
-    end = len(data)
-    while end - pos >= _FRAME.size:
-        length, crc = _FRAME.unpack_from(data, pos)
-        start = pos + _FRAME.size
-        if length > MAX_PAYLOAD or start + length > end:
-            break
-        payload = data[start : start + length]
-        if zlib.crc32(payload) != crc:
-            break
-        decoded = _decode_payload(payload)
-        if decoded is None:
-            break
-        offsets.append(pos)
-        keys.append((decoded[0], decoded[1]))
-        pos = start + length
-    return offsets, keys, pos
-
-
-class _Segment:
-    __slots__ = (
-        "acked",
-        "acked_count",
-        "fd",
-        "first_rid",
-        "low",
-        "offsets",
-        "path",
-        "sealed",
-        "size",
-        "tickets",
-    )
-
-    def __init__(self, first_rid: int, path: Path, *, sealed: bool) -> None:
-        self.first_rid = first_rid
-        self.path = path
-        self.fd: int | None = None
-        self.size = 0
-        self.offsets = array("q")
-        self.tickets = array("q")
-        self.acked = bytearray()
-        self.acked_count = 0
-        self.low = 0  # index of the first unacknowledged record
-        self.sealed = sealed
-
-    @property
-    def count(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def end_rid(self) -> int:
-        return self.first_rid + len(self.offsets)
-
-    @property
-    def done(self) -> bool:
-        return self.acked_count == len(self.offsets)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _acquire_lock(directory: Path) -> int:
-    """flock ``directory/LOCK`` (non-blocking); retry when the file was replaced under us."""
-    path = directory / _LOCK_NAME
-    for _ in range(100):
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the directory was removed by an owner cleaning up an empty slot
-            directory.mkdir(parents=True, exist_ok=True)
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            try:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            finally:
-                os.close(fd)
-            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise SpoolLocked(
-                    f"spool {directory} is locked by another live appender (pid {holder})"
-                ) from None
-            raise SpoolError(f"cannot lock spool {directory}: {err}") from err
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if not same:
-            os.close(fd)
-            continue
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        return fd
-    raise SpoolError(f"cannot lock spool {directory}: its LOCK file keeps being replaced")
-
-
-class Spool:
+class Spool(SyncingSpool):
     """An exclusively owned spool directory. Raises :class:`SpoolLocked` when another owner is live."""
 
     def __init__(
@@ -222,9 +74,9 @@ class Spool:
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes
         self._lock = threading.Lock()
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._firsts: list[int] = []
-        self._active: _Segment | None = None
+        self._active: Segment | None = None
         self._bytes = 0
         self._next_rid = 0
         self._unacked = 0
@@ -238,7 +90,7 @@ class Spool:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise SpoolError(f"cannot create spool directory {self.directory}: {err}") from err
-        self._lock_fd: int | None = _acquire_lock(self.directory)
+        self._lock_fd: int | None = acquire_lock(self.directory)
         try:
             self.recovery = self._recover()
         except BaseException:
@@ -247,68 +99,15 @@ class Spool:
 
     # -- recovery -------------------------------------------------------------------------------
     def _recover(self) -> Recovery:
-        paths = sorted(
-            (p for p in self.directory.iterdir() if p.suffix == _SUFFIX and p.stem.isdigit()),
-            key=lambda p: int(p.stem),
-        )
-        truncated = 0
-        torn: list[str] = []
-        quarantined: list[str] = []
-        records = 0
-        for path in paths:
-            first = int(path.stem)
-            data = path.read_bytes()
-            if not data.startswith(MAGIC):
-                if MAGIC.startswith(data):  # crashed while creating the segment: nothing in it
-                    path.unlink()
-                    truncated += len(data)
-                    continue
-                target = path.with_name(path.name + ".damaged")
-                path.rename(target)
-                quarantined.append(target.name)
-                log.error(
-                    "spool %s: %s is not a spool segment; moved it to %s", self.directory, path.name, target
-                )
-                continue
-            offsets, keys, valid = _scan(data)
-            if valid < len(data):
-                truncated += len(data) - valid
-                torn.append(path.name)
-                log.warning(
-                    "spool %s: %s has a torn or corrupt tail at byte %d; truncating %d bytes",
-                    self.directory,
-                    path.name,
-                    valid,
-                    len(data) - valid,
-                )
-                with open(path, "r+b") as torn_file:
-                    torn_file.truncate(valid)
-                    if self.fsync != "never":
-                        os.fsync(torn_file.fileno())
-            if not offsets:
-                path.unlink()
-                continue
-            if self._segments and first < self._segments[-1].end_rid:
-                raise SpoolError(f"spool {self.directory}: segment {path.name} overlaps the one before it")
-            seg = _Segment(first, path, sealed=True)
-            seg.offsets = array("q", offsets)
-            seg.tickets = array("q", [-1]) * len(offsets)
-            seg.acked = bytearray(len(offsets))
-            seg.size = valid
+        found = recover(self.directory, self.fsync)
+        for seg in found.segments:
             self._append_segment(seg)
-            for key, seq in keys:
-                if seq is not None:
-                    session = key.decode("utf-8", "replace")
-                    if seq > self._last_seqs.get(session, -1):
-                        self._last_seqs[session] = seq
-            records += len(offsets)
-        if truncated and self.fsync != "never":
-            _fsync_dir(self.directory)
-        self._unacked = records
+        self._last_seqs = found.last_seqs
+        self._unacked = found.recovery.records
         self._next_rid = self._segments[-1].end_rid if self._segments else 0
-        return Recovery(len(self._segments), records, truncated, tuple(torn), tuple(quarantined))
+        return found.recovery
 
-    def _append_segment(self, seg: _Segment) -> None:
+    def _append_segment(self, seg: Segment) -> None:
         self._segments.append(seg)
         self._firsts.append(seg.first_rid)
         self._bytes += seg.size
@@ -342,14 +141,6 @@ class Spool:
         """The highest seq of ``session_id`` this spool has held since it was opened (or on disk)."""
         with self._lock:
             return self._last_seqs.get(session_id)
-
-    def first_unacked(self) -> tuple[int, int] | None:
-        """(rid, ticket) of the oldest unacknowledged record, or None."""
-        with self._lock:
-            for seg in self._segments:
-                if seg.low < seg.count:
-                    return seg.first_rid + seg.low, seg.tickets[seg.low]
-            return None
 
     # -- writing --------------------------------------------------------------------------------
     def fits(self, nbytes: int) -> bool:
@@ -386,11 +177,62 @@ class Spool:
                 self._sync_locked()
             return rid
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SpoolError(f"spool {self.directory} is closed")
+    def append_many(self, entries: Sequence[tuple[bytes, int | None, bytes, int]]) -> int:
+        """Write (key, seq, value, ticket) records in order with one ``write(2)`` per segment they
+        land in (and one fsync decision); return the rid of the first. Raises :class:`SpoolFull`
+        with nothing written when they would pass the cap; after a write error midway the records
+        before it are written (``next_rid`` tells how many)."""
+        frames = encode_frames([(key, seq, value) for key, seq, value, _ in entries])
+        total = sum(map(len, frames))
+        with self._lock:
+            self._check_open()
+            first = self._next_rid
+            if not frames:
+                return first
+            room = total + len(MAGIC) * (1 + total // self.segment_bytes)
+            if self._bytes + room > self.max_bytes:
+                self._reclaim_locked(include_active=True)
+                if self._bytes + room > self.max_bytes:
+                    raise self._full(total)
+            last_seqs = self._last_seqs
+            i, n = 0, len(frames)
+            while i < n:
+                seg = self._writable(len(frames[i]))
+                j, end = i + 1, seg.size + len(frames[i])
+                while j < n and end + len(frames[j]) <= self.segment_bytes:
+                    end += len(frames[j])
+                    j += 1
+                self._write(seg, b"".join(frames[i:j]))
+                offsets, tickets, pos = seg.offsets, seg.tickets, seg.size
+                for k in range(i, j):
+                    key, seq, _, ticket = entries[k]
+                    offsets.append(pos)
+                    tickets.append(ticket)
+                    pos += len(frames[k])
+                    if seq is not None:
+                        session = key.decode("utf-8")
+                        if seq > last_seqs.get(session, -1):
+                            last_seqs[session] = seq
+                seg.acked.extend(bytes(j - i))
+                self._bytes += pos - seg.size
+                seg.size = pos
+                self._unacked += j - i
+                self._next_rid += j - i
+                self._dirty = True
+                i = j
+            if self.fsync == "always":
+                self._sync_locked()
+            return first
 
-    def _writable(self, nbytes: int) -> _Segment:
+    def _full(self, nbytes: int) -> SpoolFull:
+        return SpoolFull(
+            f"spool {self.directory} holds {self._bytes} bytes in {self._unacked} unacknowledged "
+            f"records; writing {nbytes} more would pass its cap of {self.max_bytes} bytes "
+            "(the broker has been unreachable for a while: restore it, or raise "
+            "SESSIONLOG_APPENDER_SPOOL_MAX_BYTES)"
+        )
+
+    def _writable(self, nbytes: int) -> Segment:
         active = self._active
         if active is not None and active.count and active.size + nbytes > self.segment_bytes:
             self._seal_locked(active)
@@ -399,24 +241,19 @@ class Spool:
             self._reclaim_locked(include_active=True)
             active = self._active
             if self._bytes + nbytes + (0 if active else len(MAGIC)) > self.max_bytes:
-                raise SpoolFull(
-                    f"spool {self.directory} holds {self._bytes} bytes in {self._unacked} unacknowledged "
-                    f"records; writing {nbytes} more would pass its cap of {self.max_bytes} bytes "
-                    "(the broker has been unreachable for a while: restore it, or raise "
-                    "SESSIONLOG_APPENDER_SPOOL_MAX_BYTES)"
-                )
+                raise self._full(nbytes)
         if active is None:
             active = self._new_segment()
         return active
 
-    def _new_segment(self) -> _Segment:
+    def _new_segment(self) -> Segment:
         rid = self._next_rid
-        path = self.directory / f"{rid:020d}{_SUFFIX}"
+        path = self.directory / f"{rid:020d}{SUFFIX}"
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         except OSError as err:
             raise self._write_error(err) from err
-        seg = _Segment(rid, path, sealed=False)
+        seg = Segment(rid, path, sealed=False)
         seg.fd = fd
         try:
             self._write(seg, MAGIC)
@@ -430,7 +267,7 @@ class Spool:
         self._dir_changed()
         return seg
 
-    def _write(self, seg: _Segment, data: bytes) -> None:
+    def _write(self, seg: Segment, data: bytes) -> None:
         assert seg.fd is not None
         view = memoryview(data)
         written = 0
@@ -447,167 +284,7 @@ class Spool:
             return SpoolFull(f"spool {self.directory}: the disk is full ({err.strerror})")
         return SpoolError(f"cannot write spool {self.directory}: {err}")
 
-    def _seal_locked(self, seg: _Segment) -> None:
-        if seg.fd is not None and self._dirty and self._active is seg:
-            if self.fsync == "always":
-                os.fdatasync(seg.fd)
-                self._last_sync = time.monotonic()
-            elif self.fsync == "interval":
-                self._sealed_unsynced.append(os.dup(seg.fd))  # synced by sync_if_due, off the lock
-            self._dirty = False
-        seg.sealed = True
-        if self._active is seg:
-            self._active = None
-
-    def _dir_changed(self) -> None:
-        if self.fsync == "always":
-            _fsync_dir(self.directory)
-        elif self.fsync == "interval":
-            self._dir_dirty = True
-
-    # -- syncing --------------------------------------------------------------------------------
-    def sync(self) -> None:
-        """fdatasync the active segment (whatever the policy)."""
-        with self._lock:
-            if not self._closed:
-                self._sync_locked()
-
-    def sync_if_due(self) -> None:
-        """With ``fsync="interval"``: sync what is older than the interval (the active segment,
-        segments sealed since, the directory). Called by the sender thread; the syncs run outside
-        the spool's lock, so appends never wait for the disk."""
-        if self.fsync != "interval" or not (self._dirty or self._sealed_unsynced or self._dir_dirty):
-            return
-        with self._lock:
-            if self._closed or time.monotonic() - self._last_sync < self.fsync_interval_s:
-                return
-            active = self._active
-            fds = self._sealed_unsynced
-            self._sealed_unsynced = []
-            if self._dirty and active is not None and active.fd is not None:
-                fds.append(os.dup(active.fd))  # rolling or reclaiming cannot close it under us
-            self._dirty = False
-            sync_dir, self._dir_dirty = self._dir_dirty, False
-            started = time.monotonic()
-        try:
-            for fd in fds:
-                os.fdatasync(fd)
-            if sync_dir:
-                _fsync_dir(self.directory)
-        except OSError as err:
-            log.error("spool %s: fdatasync failed: %s", self.directory, err)
-            self._dirty = True
-        finally:
-            for fd in fds:
-                os.close(fd)
-            self._last_sync = started
-
-    def _sync_locked(self) -> None:
-        if self._dirty and self._active is not None and self._active.fd is not None:
-            os.fdatasync(self._active.fd)
-        for fd in self._sealed_unsynced:
-            os.fdatasync(fd)
-            os.close(fd)
-        self._sealed_unsynced = []
-        if self._dir_dirty:
-            _fsync_dir(self.directory)
-            self._dir_dirty = False
-        self._dirty = False
-        self._last_sync = time.monotonic()
-
-    # -- reading --------------------------------------------------------------------------------
-    def _segment_of(self, rid: int) -> int:
-        """Index of the segment holding ``rid`` or the first one after it (len() when none)."""
-        i = bisect.bisect_right(self._firsts, rid) - 1
-        if i >= 0 and rid < self._segments[i].end_rid:
-            return i
-        return i + 1
-
-    def _fd(self, seg: _Segment) -> int:
-        if seg.fd is None:
-            seg.fd = os.open(seg.path, os.O_RDWR | os.O_APPEND)
-        return seg.fd
-
-    def read(self, from_rid: int, max_records: int = 512, max_bytes: int = 4 * 1024**2) -> list[SpoolRecord]:
-        """Unacknowledged records with rid >= ``from_rid``, in rid order (at least one when any)."""
-        out: list[SpoolRecord] = []
-        total = 0
-        with self._lock:
-            self._check_open()
-            index = self._segment_of(from_rid)
-            while index < len(self._segments) and len(out) < max_records and total < max_bytes:
-                seg = self._segments[index]
-                i = max(0, from_rid - seg.first_rid)
-                j = i
-                while j < seg.count and len(out) + (j - i) < max_records:
-                    end = seg.offsets[j + 1] if j + 1 < seg.count else seg.size
-                    if j > i and total + end - seg.offsets[i] > max_bytes:
-                        break
-                    j += 1
-                span = (seg.offsets[j] if j < seg.count else seg.size) - seg.offsets[i] if j > i else 0
-                if j > i:
-                    blob = os.pread(self._fd(seg), span, seg.offsets[i])
-                    base = seg.offsets[i]
-                    for k in range(i, j):
-                        if seg.acked[k]:
-                            continue
-                        at = seg.offsets[k] - base
-                        length, crc = _FRAME.unpack_from(blob, at)
-                        payload = blob[at + _FRAME.size : at + _FRAME.size + length]
-                        decoded = _decode_payload(payload) if zlib.crc32(payload) == crc else None
-                        if decoded is None:
-                            raise SpoolError(f"spool {seg.path}: record {seg.first_rid + k} changed on disk")
-                        key, seq, value = decoded
-                        out.append(SpoolRecord(seg.first_rid + k, key, seq, value, seg.tickets[k]))
-                    total += span
-                if j < seg.count:
-                    break
-                index += 1
-        return out
-
-    # -- acknowledging --------------------------------------------------------------------------
-    def ack(self, rid: int) -> None:
-        """Mark ``rid`` acknowledged; idempotent. Fully acknowledged sealed segments are deleted by
-        :meth:`reclaim`."""
-        with self._lock:
-            self._ack_locked(rid)
-
-    def ack_many(self, rids: Iterable[int]) -> None:
-        with self._lock:
-            for rid in rids:
-                self._ack_locked(rid)
-
-    def _ack_locked(self, rid: int) -> None:
-        index = self._segment_of(rid)
-        if index >= len(self._segments):
-            return
-        seg = self._segments[index]
-        k = rid - seg.first_rid
-        if k < 0 or seg.acked[k]:
-            return
-        seg.acked[k] = 1
-        seg.acked_count += 1
-        self._unacked -= 1
-        while seg.low < seg.count and seg.acked[seg.low]:
-            seg.low += 1
-
-    def reject(self, rid: int) -> None:
-        """Copy the record to ``rejected.log`` (it will never be re-sent) and acknowledge it."""
-        with self._lock:
-            index = self._segment_of(rid)
-            if index < len(self._segments):
-                seg = self._segments[index]
-                k = rid - seg.first_rid
-                if 0 <= k < seg.count and not seg.acked[k]:
-                    end = seg.offsets[k + 1] if k + 1 < seg.count else seg.size
-                    frame = os.pread(self._fd(seg), end - seg.offsets[k], seg.offsets[k])
-                    with open(self.directory / _REJECTED_NAME, "ab") as out:
-                        out.write(frame)
-                        out.flush()
-                        if self.fsync != "never":
-                            os.fsync(out.fileno())
-            self._ack_locked(rid)
-
+    # -- reclaiming ----------------------------------------------------------------------------
     def reclaim(self) -> int:
         """Delete sealed segments whose records are all acknowledged; return how many."""
         with self._lock:
@@ -654,9 +331,9 @@ class Spool:
                     seg.fd = None
             empty = not self._segments
             if empty and remove_if_empty:
-                rejected = self.directory / _REJECTED_NAME
+                rejected = self.directory / REJECTED_NAME
                 if not rejected.exists():
-                    (self.directory / _LOCK_NAME).unlink(missing_ok=True)
+                    (self.directory / LOCK_NAME).unlink(missing_ok=True)
             self._release_lock()
             if empty and remove_if_empty:
                 with contextlib.suppress(OSError):
@@ -712,7 +389,7 @@ def open_slot(
     except OSError as err:
         raise SpoolError(f"cannot create spool root {root}: {err}") from err
     names = [f"slot-{i:03d}" for i in range(slots)]
-    with_data = [n for n in names if (root / n).is_dir() and any((root / n).glob(f"*{_SUFFIX}"))]
+    with_data = [n for n in names if (root / n).is_dir() and any((root / n).glob(f"*{SUFFIX}"))]
     for name in [*with_data, *(n for n in names if n not in with_data)]:
         try:
             return Spool(
