@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_query_driver_errors import OPENSEARCH_ERRORS
 
-from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.indexer.os_security import security_failure
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
@@ -49,7 +49,7 @@ def db(tmp_path: Path) -> Path:
     ]  # fmt: skip
     with SQLiteEntryLog(path) as log:
         log.append_many(records)
-    with EmbeddedIndexer(path) as indexer:
+    with embedded_runner(path) as indexer:
         indexer.run_until_idle()
     return path
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sessionlog.backend import Backend, BackendSettings
-from sessionlog.indexer.embedded import EmbeddedIndexer
+from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.ingest.live import LiveLog
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 from sessionlog.ingest.wire import EventRecord, parse_record
@@ -48,7 +48,7 @@ def db(tmp_path: Path) -> Path:
     path = tmp_path / "core.db"
     with SQLiteEntryLog(path) as log:
         log.append_many([_header(), *(_event(i, f"note {i} about the budget review") for i in range(6))])
-    with EmbeddedIndexer(path) as indexer:
+    with embedded_runner(path) as indexer:
         indexer.run_until_idle()
     return path
 
@@ -338,7 +338,7 @@ def test_own_appends_are_searchable_before_and_after_indexing(db: Path) -> None:
         assert [m.seq for m in session.search(SessionQueryRequest(query="", limit=3)).matches] == [6, 5, 4]
         assert other.search(SessionQueryRequest(query="zurich")).matches == ()  # never another scope
         assert len(live) == 1  # the projection does not show it yet
-        with EmbeddedIndexer(db) as indexer:
+        with embedded_runner(db) as indexer:
             indexer.run_until_idle()
         after = session.search(SessionQueryRequest(query="zurich forcast"))
         assert [m.seq for m in after.matches] == [6] and after.source == "persisted"
