@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
@@ -96,6 +96,11 @@ class BackendSettings(BaseSettings):
         default=True,
         description="False: every search fails with SESSION_QUERY_SEARCH_DISABLED (reads still work).",
     )
+    cursor_key: SecretStr | None = Field(
+        default=None,
+        description="Secret (16+ characters) that signs search cursors; set the same value in every process "
+        "(CLI, console, agents) so a cursor from one works in another. Unset: a random key per provider.",
+    )
     kafka_bootstrap_servers: str | None = Field(default=None, description="Set: servers are configured.")
     opensearch_url: str | None = Field(default=None, description="Set: servers are configured.")
 
@@ -146,14 +151,22 @@ class Backend:
     kafka: KafkaSettings | None = None
     opensearch: OpenSearchSettings | None = None
     indexer: IndexerSettings | None = None
+    #: Signs search cursors (``SESSIONLOG_CURSOR_KEY``); ``None``: each provider draws a random key.
+    cursor_key: bytes | None = None
 
     @classmethod
     def from_env(cls, settings: BackendSettings | None = None) -> Backend:
+        from dataclasses import replace
+
+        from sessionlog.query.cursor import derive_key
+
         settings = settings or BackendSettings()
         if settings.selected() == "embedded":
             backend = cls.embedded(settings.sqlite_path, index_on_search=settings.sqlite_index_on_search)
         else:
             backend = cls.kafka_opensearch()
+        if settings.cursor_key is not None:
+            backend = replace(backend, cursor_key=derive_key(settings.cursor_key.get_secret_value()))
         return dataclasses.replace(backend, search_enabled=settings.search_enabled)
 
     @classmethod
@@ -232,6 +245,8 @@ class Backend:
     def open_provider(self, scope: Scope, **kwargs: Any) -> Provider:
         """A search provider pinned to ``scope`` (keyword arguments go to the provider)."""
         kwargs.setdefault("search_enabled", self.search_enabled)
+        if self.cursor_key is not None:
+            kwargs.setdefault("cursor_key", self.cursor_key)
         if self.name == "embedded":
             from sessionlog.query.sqlite_provider import SQLiteProvider
 
@@ -243,6 +258,8 @@ class Backend:
     def open_async_provider(self, scope: Scope, **kwargs: Any) -> AsyncSearchProvider:
         """:meth:`open_provider` for asyncio (``await provider.asearch(request)``)."""
         kwargs.setdefault("search_enabled", self.search_enabled)
+        if self.cursor_key is not None:
+            kwargs.setdefault("cursor_key", self.cursor_key)
         if self.name == "embedded":
             from sessionlog.query.aio import AsyncSQLiteProvider
 

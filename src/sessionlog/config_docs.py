@@ -64,6 +64,7 @@ _FALLBACK_DESCRIPTIONS: Final[dict[str, str]] = {
 
 def settings_models() -> list[type[BaseSettings]]:
     """Every settings model, in the order the table lists them."""
+    from sessionlog.console.settings import ConsoleSettings
     from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
     from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
     from sessionlog.logging_setup import LoggingSettings
@@ -74,6 +75,7 @@ def settings_models() -> list[type[BaseSettings]]:
         OpenSearchSettings,
         IndexerSettings,
         LoggingSettings,
+        ConsoleSettings,
     ]
     if importlib.util.find_spec(BACKEND_MODULE) is not None:
         backend = importlib.import_module(BACKEND_MODULE)

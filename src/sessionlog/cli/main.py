@@ -163,15 +163,35 @@ def search(
     query: Annotated[str, typer.Argument(help="Free text; empty browses the most recent entries.")] = "",
     workspace: Annotated[str | None, typer.Option("--workspace", "-w")] = None,
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", help="Matches per page (10; 50 with --all).")
+    ] = None,
     kinds: Annotated[list[str] | None, typer.Option("--kind")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    cursor: Annotated[
+        str | None,
+        typer.Option("--cursor", help="Continue from a page's next_cursor (same query and scope)."),
+    ] = None,
+    all_pages: Annotated[
+        bool,
+        typer.Option("--all", help="Stream every match, page by page (one JSON object a line with --json)."),
+    ] = False,
 ) -> None:
-    """Scoped, typo- and accent-tolerant search."""
-    from sessionlog.query import SessionQueryRequest, render_result
+    """Scoped, typo- and accent-tolerant search (SESSIONLOG_CURSOR_KEY: cursors work across processes)."""
+    from sessionlog.cli.search_pages import print_all, print_next
+    from sessionlog.query import DEFAULT_LIMIT, MAX_LIMIT, SessionQueryRequest, render_result
 
     with _errors(), _provider(workspace, session) as provider:
-        request = SessionQueryRequest(session_id=session, query=query, limit=limit, kinds=tuple(kinds or ()))
+        request = SessionQueryRequest(
+            session_id=session,
+            query=query,
+            limit=limit if limit is not None else (MAX_LIMIT if all_pages else DEFAULT_LIMIT),
+            kinds=tuple(kinds or ()),
+            cursor=cursor,
+        )
+        if all_pages:
+            print_all(provider, request, as_json=as_json, several=not session, out=console, err=err_console)
+            return
         result = provider.search(request)
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
@@ -181,6 +201,7 @@ def search(
                 highlight=False,
                 markup=False,
             )
+            print_next(result, err_console)
 
 
 @app.command()
@@ -240,6 +261,10 @@ register_export(app)
 from sessionlog.cli.mcp_cmd import register as register_mcp  # noqa: E402 - sessionlog mcp
 
 register_mcp(app)
+
+from sessionlog.cli.console_cmd import register as register_console  # noqa: E402 - the web console
+
+register_console(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,7 @@ from sessionlog.query.errors import SessionQueryError
 __all__ = [
     "MAX_PAGED",
     "decode_cursor",
+    "derive_key",
     "encode_cursor",
     "open_cursor",
     "pack_seen",
@@ -55,6 +56,17 @@ def unpack_seen(packed: list[Any]) -> list[str]:
     if pending or len(out) > MAX_PAGED:
         raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
     return out
+
+
+def derive_key(secret: str) -> bytes:
+    """The 32-byte signing key for a configured secret (``SESSIONLOG_CURSOR_KEY``), so that every
+    process configured with it accepts the others' cursors; INVALID_CONFIG under 16 characters."""
+    if len(secret) < 16:
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_CONFIG",
+            "the cursor key (SESSIONLOG_CURSOR_KEY) needs at least 16 characters",
+        )
+    return hashlib.sha256(b"sessionlog-cursor-v1:" + secret.encode("utf-8")).digest()
 
 
 def request_fingerprint(*parts: object) -> str:

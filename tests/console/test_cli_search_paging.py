@@ -1,0 +1,96 @@
+"""``sessionlog search --cursor / --all`` and ``SESSIONLOG_CURSOR_KEY`` on the embedded backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from tests.console.conftest import PAGING_MATCHES, build_corpus
+from typer.testing import CliRunner
+
+from sessionlog.cli.main import app
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = build_corpus(tmp_path / "cli.db")
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    for name in ("SESSIONLOG_BACKEND", "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "SESSIONLOG_OPENSEARCH_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(path))
+    return path
+
+
+def search(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["search", *args])
+    return result.exit_code, result.stdout
+
+
+def test_all_streams_every_match_once_as_jsonl(cli_env: Path) -> None:
+    code, out = search("zeppelin", "-w", "ws-page", "--all", "--json")
+    assert code == 0
+    ids = [orjson.loads(line)["entry_id"] for line in out.splitlines()]
+    assert len(ids) == PAGING_MATCHES == len(set(ids))
+
+
+def test_a_cursor_from_one_process_works_in_the_next_with_a_configured_key(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "a-shared-secret-for-cursors")
+    code, out = search("zeppelin", "-w", "ws-page", "--limit", "50", "--json")
+    first = orjson.loads(out)
+    assert code == 0 and first["next_cursor"]
+    code, out = search(
+        "zeppelin", "-w", "ws-page", "--limit", "50", "--json", "--cursor", first["next_cursor"]
+    )
+    second = orjson.loads(out)
+    assert code == 0
+    page_one = {m["entry_id"] for m in first["matches"]}
+    page_two = {m["entry_id"] for m in second["matches"]}
+    assert len(page_two) == 50 and not page_one & page_two
+    # --all continues from a cursor, too: the rest, without the first page.
+    code, out = search(
+        "zeppelin", "-w", "ws-page", "--limit", "50", "--all", "--json", "--cursor", first["next_cursor"]
+    )
+    rest = [orjson.loads(line)["entry_id"] for line in out.splitlines()]
+    assert len(rest) == PAGING_MATCHES - 50 and not page_one & set(rest)
+    # Another key (or none: a random one per process) refuses it.
+    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "another-secret-for-cursors")
+    code, out = search("zeppelin", "-w", "ws-page", "--limit", "50", "--cursor", first["next_cursor"])
+    assert code == 1
+    monkeypatch.delenv("SESSIONLOG_CURSOR_KEY")
+    code, _ = search("zeppelin", "-w", "ws-page", "--limit", "50", "--cursor", first["next_cursor"])
+    assert code == 1
+
+
+def test_a_cursor_for_another_query_or_scope_is_refused(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "a-shared-secret-for-cursors")
+    _, out = search("zeppelin", "-w", "ws-page", "--limit", "50", "--json")
+    cursor = orjson.loads(out)["next_cursor"]
+    assert search("zeppelin", "-w", "ws-a", "--limit", "50", "--cursor", cursor)[0] == 1
+    assert search("inventory", "-w", "ws-page", "--limit", "50", "--cursor", cursor)[0] == 1
+
+
+def test_a_short_cursor_key_is_a_configuration_error(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "short")
+    result = CliRunner().invoke(app, ["search", "zeppelin", "-w", "ws-page"])
+    assert result.exit_code != 0 and "SESSIONLOG_CURSOR_KEY" in result.output
+
+
+def test_the_console_refuses_a_public_address_without_a_token(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("SESSIONLOG_CONSOLE_TOKEN", "SESSIONLOG_CONSOLE_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(app, ["console", "--host", "0.0.0.0", "--port", "1"])
+    assert result.exit_code == 2 and "SESSIONLOG_CONSOLE_TOKEN" in result.output
+    monkeypatch.setenv("SESSIONLOG_CONSOLE_TOKENS", '{"too-short": ["ws-a"]}')
+    result = CliRunner().invoke(app, ["console", "--port", "1"])
+    assert result.exit_code == 2 and "16 characters" in result.output and "too-short" not in result.output
+    monkeypatch.delenv("SESSIONLOG_CONSOLE_TOKENS")
+    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "short")
+    result = CliRunner().invoke(app, ["console", "--port", "1"])
+    assert result.exit_code == 2 and "SESSIONLOG_CURSOR_KEY" in result.output
