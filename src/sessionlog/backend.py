@@ -12,7 +12,8 @@ The factories return the same surfaces for both backends:
   stop=...)`` → stats, ``close``);
 * :meth:`Backend.open_dead_letters` — the :class:`~sessionlog.indexer.ports.DeadLetters` store;
 * :meth:`Backend.open_provider` — a :class:`~sessionlog.query.contract.SessionQuery` provider;
-* :meth:`Backend.open_reader` — a session reader (``list_sessions``, ``read_event``, ``trace_event``…).
+* :meth:`Backend.open_reader` — a session reader (``list_sessions``, ``read_event``, ``trace_event``…);
+* :meth:`Backend.open_async_provider` / :meth:`Backend.open_async_reader` — the same for asyncio.
 
 On the embedded backend providers and readers also catch the projection up with the log before each
 search or read (``SESSIONLOG_SQLITE_INDEX_ON_SEARCH``, default on), so nothing has to run in the
@@ -21,6 +22,7 @@ background.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
     from sessionlog.ingest.entry_log import EntryLog
     from sessionlog.ingest.settings import KafkaSettings
+    from sessionlog.query.aio import AsyncSearchProvider, AsyncSessionReader
     from sessionlog.query.opensearch_provider import OpenSearchProvider
     from sessionlog.query.scope import Scope
     from sessionlog.query.session_reader import SessionReader
@@ -88,6 +91,10 @@ class BackendSettings(BaseSettings):
     sqlite_path: Path = Field(default_factory=default_sqlite_path, description="The embedded backend's file.")
     sqlite_index_on_search: bool = Field(
         default=True, description="Embedded: catch the projection up with the log before each search."
+    )
+    search_enabled: bool = Field(
+        default=True,
+        description="False: every search fails with SESSION_QUERY_SEARCH_DISABLED (reads still work).",
     )
     cursor_key: SecretStr | None = Field(
         default=None,
@@ -147,6 +154,7 @@ class Backend:
     name: BackendName
     sqlite_path: Path
     index_on_search: bool = True
+    search_enabled: bool = True
     kafka: KafkaSettings | None = None
     opensearch: OpenSearchSettings | None = None
     indexer: IndexerSettings | None = None
@@ -166,7 +174,7 @@ class Backend:
             backend = cls.kafka_opensearch()
         if settings.cursor_key is not None:
             backend = replace(backend, cursor_key=derive_key(settings.cursor_key.get_secret_value()))
-        return backend
+        return dataclasses.replace(backend, search_enabled=settings.search_enabled)
 
     @classmethod
     def embedded(cls, path: str | os.PathLike[str], *, index_on_search: bool = True) -> Backend:
@@ -249,26 +257,47 @@ class Backend:
 
     def open_provider(self, scope: Scope, **kwargs: Any) -> Provider:
         """A search provider pinned to ``scope`` (keyword arguments go to the provider)."""
+        kwargs.setdefault("search_enabled", self.search_enabled)
         if self.cursor_key is not None:
             kwargs.setdefault("cursor_key", self.cursor_key)
         if self.name == "embedded":
             from sessionlog.query.sqlite_provider import SQLiteProvider
 
-            if self.index_on_search and "catch_up" not in kwargs:
-                kwargs["catch_up"] = _CatchUp(self.sqlite_path)
-            return SQLiteProvider(scope, self.sqlite_path, **kwargs)
+            return SQLiteProvider(scope, self.sqlite_path, **self._embedded(kwargs))
         from sessionlog.query.opensearch_provider import OpenSearchProvider
 
         return OpenSearchProvider(scope, self.opensearch, **kwargs)
+
+    def open_async_provider(self, scope: Scope, **kwargs: Any) -> AsyncSearchProvider:
+        """:meth:`open_provider` for asyncio (``await provider.asearch(request)``)."""
+        kwargs.setdefault("search_enabled", self.search_enabled)
+        if self.cursor_key is not None:
+            kwargs.setdefault("cursor_key", self.cursor_key)
+        if self.name == "embedded":
+            from sessionlog.query.aio import AsyncSQLiteProvider
+
+            return AsyncSQLiteProvider(scope, self.sqlite_path, **self._embedded(kwargs))
+        from sessionlog.query.aio import AsyncOpenSearchProvider
+
+        return AsyncOpenSearchProvider(scope, self.opensearch, **kwargs)
+
+    def open_async_reader(self, scope: Scope, **kwargs: Any) -> AsyncSessionReader:
+        """:meth:`open_reader` for asyncio (``await reader.aread_event(...)``)."""
+        from sessionlog.query.aio import AsyncSessionReader
+
+        return AsyncSessionReader(self.open_reader(scope, **kwargs))
+
+    def _embedded(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.index_on_search and "catch_up" not in kwargs:
+            kwargs["catch_up"] = _CatchUp(self.sqlite_path)
+        return kwargs
 
     def open_reader(self, scope: Scope, **kwargs: Any) -> Reader:
         """A session reader pinned to ``scope`` (keyword arguments go to the reader)."""
         if self.name == "embedded":
             from sessionlog.query.sqlite_reader import SQLiteSessionReader
 
-            if self.index_on_search and "catch_up" not in kwargs:
-                kwargs["catch_up"] = _CatchUp(self.sqlite_path)
-            return SQLiteSessionReader(scope, self.sqlite_path, **kwargs)
+            return SQLiteSessionReader(scope, self.sqlite_path, **self._embedded(kwargs))
         from sessionlog.query.session_reader import SessionReader
 
         return SessionReader(scope, self.opensearch, **kwargs)

@@ -12,10 +12,12 @@ indexer and providers through :class:`sessionlog.backend.Backend`, the factories
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Coroutine, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +35,78 @@ from sessionlog.query import Scope
 from . import corpus
 
 BACKENDS = ("embedded", "kafka-opensearch")
+#: Which query API ``Harness.provider``/``Harness.reader`` hand out: ``sync``, or ``async`` (the
+#: asyncio provider and reader behind a synchronous facade, so one suite proves both).
+API: dict[str, str] = {"mode": "sync"}
+_READS = frozenset(
+    (
+        "list_sessions",
+        "list_events",
+        "filter_events",
+        "read_surface",
+        "read_event",
+        "trace_session",
+        "trace_event",
+    )
+)
+
+
+class _Loop:
+    """An event loop on a thread of its own; :meth:`run` waits for a coroutine from any thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=300)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=30)
+        self.loop.close()
+
+
+class AsyncProviderFacade:
+    """An async provider behind the synchronous ``search``/``close``."""
+
+    def __init__(self, provider: Any, loop: _Loop) -> None:
+        self.provider = provider
+        self._loop = loop
+
+    def search(self, request: Any, **kwargs: Any) -> Any:
+        return self._loop.run(self.provider.asearch(request, **kwargs))
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.provider.closed)
+
+    def close(self) -> None:
+        self._loop.run(self.provider.aclose())
+
+
+class AsyncReaderFacade:
+    """An async reader behind the synchronous read methods."""
+
+    def __init__(self, reader: Any, loop: _Loop) -> None:
+        self.areader = reader
+        self._loop = loop
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _READS:
+            raise AttributeError(name)
+        method = getattr(self.areader, f"a{name}")
+        return lambda *args, **kwargs: self._loop.run(method(*args, **kwargs))
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.areader.reader.closed)
+
+    def close(self) -> None:
+        self._loop.run(self.areader.aclose())
+
+
 _PARAMS = [
     pytest.param("embedded", id="embedded"),
     pytest.param("kafka-opensearch", id="kafka-opensearch", marks=pytest.mark.integration),
@@ -81,6 +155,12 @@ class Harness:
 
     def __init__(self) -> None:
         self._closables: list[Any] = []
+        self._loop: _Loop | None = None
+
+    def _async_loop(self) -> _Loop:
+        if self._loop is None:
+            self._loop = _Loop()
+        return self._loop
 
     # -- log ------------------------------------------------------------------------------------
     def log(self) -> EntryLog:
@@ -115,12 +195,22 @@ class Harness:
 
     # -- query ----------------------------------------------------------------------------------
     def provider(self, scope: Scope, **kwargs: Any) -> Any:
-        provider = self.backend.open_provider(scope, **kwargs)
+        provider: Any
+        if API["mode"] == "async":
+            provider = AsyncProviderFacade(
+                self.backend.open_async_provider(scope, **kwargs), self._async_loop()
+            )
+        else:
+            provider = self.backend.open_provider(scope, **kwargs)
         self._closables.append(provider)
         return provider
 
     def reader(self, scope: Scope, **kwargs: Any) -> Any:
-        reader = self.backend.open_reader(scope, **kwargs)
+        reader: Any
+        if API["mode"] == "async":
+            reader = AsyncReaderFacade(self.backend.open_async_reader(scope, **kwargs), self._async_loop())
+        else:
+            reader = self.backend.open_reader(scope, **kwargs)
         self._closables.append(reader)
         return reader
 
@@ -128,6 +218,9 @@ class Harness:
         for closable in reversed(self._closables):
             closable.close()
         self._closables.clear()
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
 
 
 class EmbeddedHarness(Harness):
@@ -207,3 +300,22 @@ def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         assert stats.indexed == corpus.SESSIONS * corpus.EVENTS
         assert stats.dead_lettered == 0
         yield made
+
+
+@pytest.fixture
+def api(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The query API of the test's harness (see :func:`pytest_generate_tests`)."""
+    API["mode"] = getattr(request, "param", "sync")
+    try:
+        yield API["mode"]
+    finally:
+        API["mode"] = "sync"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """In a module with ``BOTH_APIS = True``, every test on a harness runs with the synchronous
+    query API and again with the asyncio one."""
+    harnessed = {"harness", "loaded", "reads"} & set(metafunc.fixturenames)
+    if getattr(metafunc.module, "BOTH_APIS", False) and harnessed:
+        metafunc.fixturenames.append("api")
+        metafunc.parametrize("api", ["sync", "async"], indirect=True)

@@ -6,12 +6,15 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
+from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
 
 from . import corpus
 from .conftest import Harness
 
 RECORDS = corpus.records()
+
+#: Every harness test runs with the synchronous and the asyncio API (conftest).
+BOTH_APIS = True
 
 
 def _keys(result: Any) -> list[tuple[str, int]]:
@@ -56,6 +59,28 @@ def test_fresh_pipeline_round_trip_then_cursor_goes_stale(harness: Harness) -> N
     assert err.value.code == "SESSION_QUERY_STALE_CURSOR"
     again = provider.search(SessionQueryRequest(query="late arrival"))
     assert _keys(again) == [("s-00", corpus.EVENTS)]
+
+
+def test_own_appends_are_searchable_before_and_after_indexing(harness: Harness) -> None:
+    """Read-your-writes on both backends: a provider built with this process's entry log merges
+    what the index does not show yet, then hands over to the index without duplicates."""
+    _, sid = corpus.session(0)
+    harness.append_all([corpus.event(0, 0, "an older note about the staging cluster")])
+    harness.index()
+    log = harness.log()
+    log.append(corpus.event(0, 1, "the quarterly forecast for Zürich")).result(timeout=30)
+    log.flush(timeout=30)
+    session = harness.provider(Scope.session(sid), live=log)
+    other = harness.provider(Scope.workspace("ws-elsewhere"), live=log)
+    before = session.search(SessionQueryRequest(query="zurich forcast"))
+    assert _keys(before) == [(sid, 1)] and before.source == "persisted+live"
+    assert [m.seq for m in session.search(SessionQueryRequest(query="")).matches] == [1, 0]
+    assert other.search(SessionQueryRequest(query="zurich")).matches == ()  # never another scope
+    harness.index()  # the indexer's position passes the entry: it is released
+    after = session.search(SessionQueryRequest(query="zurich forcast"))
+    assert _keys(after) == [(sid, 1)] and after.source == "persisted"
+    assert log.live_events(sid) == []
+    assert [m.seq for m in session.search(SessionQueryRequest(query="")).matches] == [1, 0]
 
 
 # -- typos and accents -----------------------------------------------------------------------------
@@ -266,6 +291,48 @@ def test_invalid_requests_fail_with_the_same_codes(
     with pytest.raises(SessionQueryError) as err:
         loaded.provider(Scope.workspace("ws-0")).search(SessionQueryRequest(**request_kwargs))
     assert err.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"kinds": ("user/message\n",)}, "SESSION_QUERY_INVALID_FILTER"),
+        ({"limit": True}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"limit": "10"}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"limit": 1.0}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"excerpt_bytes": True}, "SESSION_QUERY_INVALID_LIMIT"),
+        ({"query": None}, "SESSION_QUERY_INVALID_QUERY"),
+    ],
+)
+def test_requests_that_skipped_validation_fail_with_the_same_codes(
+    loaded: Harness, fields: dict[str, Any], code: str
+) -> None:
+    request = SessionQueryRequest.model_construct(**{"query": "report", **fields})
+    with pytest.raises(SessionQueryError) as err:
+        loaded.provider(Scope.workspace("ws-0")).search(request)
+    assert err.value.code == code
+
+
+def test_search_disabled_by_configuration_refuses_every_search(loaded: Harness) -> None:
+    provider = loaded.provider(Scope.workspace("ws-0"), search_enabled=False)
+    for request in (SessionQueryRequest(query="report"), SessionQueryRequest.model_construct(query="")):
+        with pytest.raises(SessionQueryError) as err:
+            provider.search(request)
+        assert err.value.code == "SESSION_QUERY_SEARCH_DISABLED"
+    ws, sid = corpus.session(0)
+    reader = loaded.reader(Scope.workspace(ws))
+    assert reader.read_event(sid, 0).target.seq == 0 and reader.list_sessions()
+
+
+def test_an_aborted_search_is_aborted(loaded: Harness) -> None:
+    signal = AbortSignal()
+    signal.abort("stopped by the user")
+    provider = loaded.provider(Scope.workspace("ws-0"))
+    for cancel in (signal, AbortSignal.timeout(1e-9)):
+        with pytest.raises(SessionQueryError) as err:
+            provider.search(SessionQueryRequest(query="report"), signal=cancel)
+        assert err.value.code == "SESSION_QUERY_ABORTED"
+    assert provider.search(SessionQueryRequest(query="report"), signal=AbortSignal.timeout(60)).matches
 
 
 def test_closed_provider_refuses(loaded: Harness) -> None:

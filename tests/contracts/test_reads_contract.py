@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 
 from sessionlog.backend import Backend
-from sessionlog.query import Scope, SessionQueryError, SessionReader, SQLiteSessionReader
+from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionReader, SQLiteSessionReader
 
 from .conftest import _PARAMS, Harness, make_harness
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 ELIGIBLE = ("user/message", "assistant/message", "tool/result")
 AUTO: Any = object()
+
+#: Every harness test runs with the synchronous and the asyncio API (conftest).
+BOTH_APIS = True
 
 
 def hdr(ws: str, sid: str, hours: int = 0, **kw: Any) -> dict[str, Any]:
@@ -106,7 +109,9 @@ def code_of(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
     return caught.value.code
 
 
-def test_open_reader_builds_the_backends_reader(reads: Harness) -> None:
+def test_open_reader_builds_the_backends_reader(reads: Harness, api: str) -> None:
+    if api == "async":
+        pytest.skip("the async reader wraps the backend's reader")
     expected = SQLiteSessionReader if reads.name == "embedded" else SessionReader
     assert type(reader(reads)) is expected
 
@@ -321,6 +326,20 @@ def test_a_closed_reader_refuses_reads(reads: Harness) -> None:
     assert r.closed
     assert code_of(r.list_sessions) == "SESSION_QUERY_PROVIDER_CLOSED"
     assert code_of(r.read_event, "basic", 0) == "SESSION_QUERY_PROVIDER_CLOSED"
+
+
+def test_an_aborted_read_is_aborted_and_config_errors_are_typed(reads: Harness) -> None:
+    signal = AbortSignal()
+    signal.abort("stopped")
+    r = reader(reads)
+    assert code_of(r.list_sessions, signal=signal) == "SESSION_QUERY_ABORTED"
+    assert code_of(r.read_event, "basic", 0, signal=signal) == "SESSION_QUERY_ABORTED"
+    assert code_of(r.trace_event, "basic", 0, signal=AbortSignal.timeout(1e-9)) == "SESSION_QUERY_ABORTED"
+    assert r.read_event("basic", 0, signal=AbortSignal.timeout(60)).target.seq == 0
+    for bad in (0, True, "4", 1.5):
+        assert code_of(reads.reader, Scope.workspace("w"), persisted_inspect_concurrency=bad) == (
+            "SESSION_QUERY_INVALID_CONFIG"
+        )
 
 
 # -- the embedded reader's own behaviour -------------------------------------------------------------

@@ -249,7 +249,10 @@ def loaded() -> Iterator[Pipeline]:
 
 def search(pipe: Pipeline, session_id: str, query: str = "", **kwargs: Any) -> SessionQueryResult:
     """``search(s, q)``: a provider scoped to the session, as an agent would build it."""
-    return pipe.provider(Scope.session(session_id)).search(SessionQueryRequest(query=query, **kwargs))
+    result: SessionQueryResult = pipe.provider(Scope.session(session_id)).search(
+        SessionQueryRequest(query=query, **kwargs)
+    )
+    return result
 
 
 def tool(pipe: Pipeline, session_id: str, **kwargs: Any) -> SessionQueryTool:
@@ -537,7 +540,8 @@ def test_21_the_provider_receives_the_pinned_request(loaded: Pipeline) -> None:
     class Spy:
         def search(self, request: SessionQueryRequest) -> SessionQueryResult:
             seen.append(request)
-            return real.search(request)
+            result: SessionQueryResult = real.search(request)
+            return result
 
     made = session_query_tool(Spy())
     assert made is not None

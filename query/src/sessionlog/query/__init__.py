@@ -1,33 +1,96 @@
-"""Query: scoped fuzzy search and exact reads over the projection, and the model-facing tool."""
+"""Query: scoped fuzzy search and exact reads over the projection, and the model-facing tool.
 
-from sessionlog.query.contract import (
-    DEFAULT_EXCERPT_BYTES,
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
-    SessionMatch,
-    SessionQuery,
-    SessionQueryRequest,
-    SessionQueryResult,
-)
-from sessionlog.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
-from sessionlog.query.opensearch_provider import OpenSearchProvider
-from sessionlog.query.reads import (
-    EventRecordView,
-    EventTraceResult,
-    LineageNode,
-    LiveSource,
-    ReadEventResult,
-    SessionHeader,
-    SessionRecord,
-    SessionStats,
-    SessionTrace,
-    SurfaceRead,
-)
-from sessionlog.query.render import render_result
-from sessionlog.query.scope import Scope
-from sessionlog.query.session_reader import SessionReader
-from sessionlog.query.sqlite_reader import SQLiteSessionReader
-from sessionlog.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
+Names load on first use, so importing this package (or using the embedded provider and reader)
+loads neither the Kafka nor the OpenSearch client.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessionlog.query.aio import (
+        AsyncOpenSearchProvider,
+        AsyncSearchProvider,
+        AsyncSessionReader,
+        AsyncSQLiteProvider,
+    )
+    from sessionlog.query.contract import (
+        DEFAULT_EXCERPT_BYTES,
+        DEFAULT_LIMIT,
+        MAX_LIMIT,
+        SessionMatch,
+        SessionQuery,
+        SessionQueryRequest,
+        SessionQueryResult,
+    )
+    from sessionlog.query.deadline import AbortSignal
+    from sessionlog.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
+    from sessionlog.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
+    from sessionlog.query.opensearch_provider import OpenSearchProvider
+    from sessionlog.query.provider import SearchProvider
+    from sessionlog.query.reads import (
+        EventRecordView,
+        EventTraceResult,
+        LineageNode,
+        LiveSource,
+        ReadEventResult,
+        SessionHeader,
+        SessionRecord,
+        SessionStats,
+        SessionTrace,
+        SurfaceRead,
+    )
+    from sessionlog.query.render import render_result
+    from sessionlog.query.scope import Scope
+    from sessionlog.query.session_reader import SessionReader
+    from sessionlog.query.sqlite_provider import SQLiteProvider
+    from sessionlog.query.sqlite_reader import SQLiteSessionReader
+    from sessionlog.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
+
+_WHERE = {
+    "AsyncOpenSearchProvider": "aio",
+    "AsyncSQLiteProvider": "aio",
+    "AsyncSearchProvider": "aio",
+    "AsyncSessionReader": "aio",
+    "DEFAULT_EXCERPT_BYTES": "contract",
+    "DEFAULT_LIMIT": "contract",
+    "MAX_LIMIT": "contract",
+    "SessionMatch": "contract",
+    "SessionQuery": "contract",
+    "SessionQueryRequest": "contract",
+    "SessionQueryResult": "contract",
+    "AbortSignal": "deadline",
+    "EngineHit": "engine",
+    "EnginePage": "engine",
+    "EngineQuery": "engine",
+    "SearchEngine": "engine",
+    "ERROR_CODES": "errors",
+    "ErrorCode": "errors",
+    "SessionQueryError": "errors",
+    "OpenSearchProvider": "opensearch_provider",
+    "SearchProvider": "provider",
+    "EventRecordView": "reads",
+    "EventTraceResult": "reads",
+    "LineageNode": "reads",
+    "LiveSource": "reads",
+    "ReadEventResult": "reads",
+    "SessionHeader": "reads",
+    "SessionRecord": "reads",
+    "SessionStats": "reads",
+    "SessionTrace": "reads",
+    "SurfaceRead": "reads",
+    "render_result": "render",
+    "Scope": "scope",
+    "SessionReader": "session_reader",
+    "SQLiteProvider": "sqlite_provider",
+    "SQLiteSessionReader": "sqlite_reader",
+    "TOOL_NAME": "tool",
+    "SessionQueryTool": "tool",
+    "ToolError": "tool",
+    "session_query_tool": "tool",
+}
 
 __all__ = [
     "DEFAULT_EXCERPT_BYTES",
@@ -35,6 +98,14 @@ __all__ = [
     "ERROR_CODES",
     "MAX_LIMIT",
     "TOOL_NAME",
+    "AbortSignal",
+    "AsyncOpenSearchProvider",
+    "AsyncSQLiteProvider",
+    "AsyncSearchProvider",
+    "AsyncSessionReader",
+    "EngineHit",
+    "EnginePage",
+    "EngineQuery",
     "ErrorCode",
     "EventRecordView",
     "EventTraceResult",
@@ -42,8 +113,11 @@ __all__ = [
     "LiveSource",
     "OpenSearchProvider",
     "ReadEventResult",
+    "SQLiteProvider",
     "SQLiteSessionReader",
     "Scope",
+    "SearchEngine",
+    "SearchProvider",
     "SessionHeader",
     "SessionMatch",
     "SessionQuery",
@@ -60,3 +134,16 @@ __all__ = [
     "render_result",
     "session_query_tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessionlog.query' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"sessionlog.query.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sessionlog.query.errors import SessionQueryError
 
 __all__ = [
     "DEFAULT_EXCERPT_BYTES",
     "DEFAULT_LIMIT",
+    "KIND_RE",
     "MAX_LIMIT",
     "SELF_TOOL_NAMES",
     "SessionMatch",
     "SessionQuery",
     "SessionQueryRequest",
     "SessionQueryResult",
+    "check_request_fields",
 ]
 
 DEFAULT_LIMIT = 10
@@ -32,6 +38,52 @@ SELF_TOOL_NAMES: tuple[str, ...] = (
     "session_trace",
     "session_event_trace",
 )
+#: An entry kind: one to four ``/``-separated parts of lowercase letters, digits, ``_.-``.
+KIND_RE: Final = re.compile(r"[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}")
+_FIELDS: Final = frozenset(
+    {"session_id", "query", "kinds", "limit", "excerpt_bytes", "cursor", "exclude_tools"}
+)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_request_fields(data: Mapping[str, Any]) -> None:
+    """Strict types of a request's fields, each failure with its code: ``session_id`` text
+    (INVALID_SCOPE), ``query`` text (INVALID_QUERY), ``kinds`` a list or tuple of kinds that match
+    :data:`KIND_RE` in full (INVALID_FILTER), ``limit`` and ``excerpt_bytes`` integers, never
+    booleans, floats or numeric text (INVALID_LIMIT), ``cursor`` text (INVALID_CURSOR),
+    ``exclude_tools`` a list or tuple of names (INVALID_FILTER), no other field (INVALID_QUERY).
+    Ranges are checked by :func:`~sessionlog.query.plan.plan_request`."""
+    unknown = sorted(str(key) for key in data if key not in _FIELDS)
+    if unknown:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", f"unknown request field {unknown[0]!r}")
+    session_id = data.get("session_id")
+    if session_id is not None and not isinstance(session_id, str):
+        raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "session_id must be text or None")
+    if not isinstance(data.get("query", ""), str):
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "query must be text")
+    kinds = data.get("kinds", ())
+    if not isinstance(kinds, list | tuple):
+        raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "kinds must be a list of kinds")
+    for kind in kinds:
+        if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
+            raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f"unknown kind {kind!r}")
+    limit = data.get("limit")
+    if limit is not None and not _is_int(limit):
+        raise SessionQueryError("SESSION_QUERY_INVALID_LIMIT", f"limit must be an integer, got {limit!r}")
+    excerpt_bytes = data.get("excerpt_bytes", DEFAULT_EXCERPT_BYTES)
+    if not _is_int(excerpt_bytes):
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_LIMIT", f"excerpt_bytes must be an integer, got {excerpt_bytes!r}"
+        )
+    cursor = data.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor must be text or None")
+    exclude_tools = data.get("exclude_tools", ())
+    if not isinstance(exclude_tools, list | tuple) or not all(isinstance(n, str) for n in exclude_tools):
+        raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "exclude_tools must be a list of tool names")
 
 
 class _Frozen(BaseModel):
@@ -40,7 +92,10 @@ class _Frozen(BaseModel):
 
 class SessionQueryRequest(_Frozen):
     """One search. ``session_id`` narrows the provider's scope to one session (``None``: all of it);
-    ``limit`` ``None`` means the provider's default."""
+    ``limit`` ``None`` means the provider's default.
+
+    Types are strict: a field of the wrong type raises :class:`SessionQueryError` with the field's
+    code (see :func:`check_request_fields`), never a pydantic ``ValidationError``."""
 
     session_id: str | None = None
     query: str = ""
@@ -51,6 +106,15 @@ class SessionQueryRequest(_Frozen):
     #: Tool names whose calls and results a default-kinds search leaves out (the searching tools' own
     #: calls, whatever the operator named them). At most 32 names of at most 512 characters.
     exclude_tools: tuple[str, ...] = SELF_TOOL_NAMES
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            check_request_fields(data)
+        elif not isinstance(data, SessionQueryRequest):
+            raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "a request must be an object of fields")
+        return data
 
 
 class SessionMatch(_Frozen):

@@ -40,16 +40,21 @@ def pack_seen(entry_ids: list[str]) -> list[Any]:
 
 
 def unpack_seen(packed: list[Any]) -> list[str]:
-    """The inverse of :func:`pack_seen`; INVALID_CURSOR on anything else."""
+    """The inverse of :func:`pack_seen`; INVALID_CURSOR on anything else (a session id without
+    seqs, a negative or non-integer seq, more than :data:`MAX_PAGED` entries)."""
     out: list[str] = []
     session_id: str | None = None
+    pending = False  # a session id not followed by a seq yet
     for item in packed:
-        if isinstance(item, str):
-            session_id = item
-        elif isinstance(item, int) and not isinstance(item, bool) and session_id is not None:
+        if isinstance(item, str) and item and not pending:
+            session_id, pending = item, True
+        elif type(item) is int and item >= 0 and session_id is not None:
             out.append(f"{session_id}:{item}")
+            pending = False
         else:
             raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+    if pending or len(out) > MAX_PAGED:
+        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
     return out
 
 

@@ -1,9 +1,10 @@
 """Read-your-writes: the entries this process appended, merged with what the index returns.
 
-A provider built with ``live=appender`` (or anything with the same small surface) asks the index
-for the indexer's searchability watermark on every search (in the same round trip), releases the
-live entries the index now shows, and scores the rest in Python with the same tiers. A live
-match wins over an indexed one with the same (session, seq).
+A provider built with ``live=`` (an entry log of either backend, its live view, or a bare
+:class:`~sessionlog.ingest.live.LiveLog`) asks the engine for the projection's searchability
+watermark in the same read as the search, releases the live entries the index now shows, and
+scores the rest in Python with the same tiers. A live match wins over an indexed one with the same
+(session, seq).
 """
 
 from __future__ import annotations
@@ -11,13 +12,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from sessionlog.query.builder import QueryPlan
 from sessionlog.query.contract import SessionMatch
+from sessionlog.query.excerpt import excerpt
+from sessionlog.query.scope import Scope
+from sessionlog.query.scoring import score_text
 
-__all__ = ["AppenderLiveSource", "LiveFeed", "live_feed", "live_source", "merge_live"]
+__all__ = [
+    "AppenderLiveSource",
+    "LiveFeed",
+    "live_feed",
+    "live_matches",
+    "live_source",
+    "merge_live",
+]
+
+_FEED_METHODS = ("live_sessions", "live_entries", "release_through")
 
 
 class LiveFeed(Protocol):
-    """What the provider needs of a live source (``sessionlog.ingest``'s appender provides it)."""
+    """What the provider needs of a live source (``sessionlog.ingest``'s entry logs provide it)."""
 
     topic: str
 
@@ -28,31 +42,98 @@ class LiveFeed(Protocol):
     def release_through(self, partition: int, offset: int) -> int: ...
 
 
-class _AppenderFeed:
-    def __init__(self, log: Any, topic: str) -> None:
-        self._log = log
+class _Feed:
+    """A live store (``live_sessions``/``live_entries``/``release_through``) and its log's name."""
+
+    def __init__(self, store: Any, topic: str) -> None:
+        self._store = store
         self.topic = topic
 
     def live_sessions(self) -> list[str]:
-        return list(self._log.live_sessions())
+        return list(self._store.live_sessions())
 
     def live_entries(self, session_id: str) -> Sequence[Any]:
-        return list(self._log.live_entries(session_id))
+        return list(self._store.live_entries(session_id))
 
     def release_through(self, partition: int, offset: int) -> int:
-        return int(self._log.release_through(partition, offset))
+        return int(self._store.release_through(partition, offset))
 
 
-def live_feed(source: Any) -> LiveFeed:
-    """Adapt an appender (``.live`` + ``.settings.topic``) or a ready feed."""
-    log = getattr(source, "live", None)
-    if log is not None and hasattr(source, "settings"):
-        return _AppenderFeed(log, source.settings.topic)
-    if all(hasattr(source, name) for name in ("topic", "live_sessions", "live_entries", "release_through")):
-        return source  # type: ignore[no-any-return]
-    raise TypeError(
-        "live= needs an Appender or an object with topic/live_sessions/live_entries/release_through"
-    )
+def _topic_of(source: Any) -> str | None:
+    topic = getattr(source, "topic", None)
+    if isinstance(topic, str):
+        return topic
+    settings = getattr(source, "settings", None)
+    topic = getattr(settings, "topic", None)
+    return topic if isinstance(topic, str) else None
+
+
+def live_feed(source: Any, default_topic: str | None = None) -> LiveFeed:
+    """Adapt an entry log (Kafka appender: ``.settings.topic``; SQLite log: ``.topic``), a live
+    view, or a bare live store (then ``default_topic``, the engine's own log, names its log).
+    Raises ``TypeError`` for anything else."""
+    topic = _topic_of(source) or default_topic
+    if all(callable(getattr(source, name, None)) for name in _FEED_METHODS):
+        store = source
+    else:
+        store = getattr(source, "live", None)
+        if not all(callable(getattr(store, name, None)) for name in _FEED_METHODS):
+            store = None
+    if store is None or topic is None:
+        raise TypeError(
+            "live= needs an entry log, its live view, or a live store "
+            "(live_sessions/live_entries/release_through) on a backend that names its log"
+        )
+    return _Feed(store, topic)
+
+
+def live_matches(
+    feed: LiveFeed,
+    scope: Scope,
+    plan: QueryPlan,
+    session_id: str | None,
+    budget: int,
+    partial: bool,
+) -> tuple[list[SessionMatch], int]:
+    """Matches among the live entries in scope (and ``session_id``), and how many were searched."""
+    records = []
+    for sid in feed.live_sessions():
+        if session_id is not None and sid != session_id:
+            continue
+        if scope.kind == "sessions" and sid not in scope.ids:
+            continue
+        for entry in feed.live_entries(sid):
+            record = getattr(entry, "record", entry)
+            if scope.kind == "workspaces" and record.workspace_id not in scope.ids:
+                break
+            if record.type not in plan.kinds or not (record.text or "").strip():
+                continue
+            if plan.default_kinds and record.tool_name in plan.exclude_tools:
+                continue
+            records.append(record)
+    out = []
+    for record in records:
+        text = record.text or ""
+        score: float | None = 0.0
+        if not plan.browse:
+            weight = 0.75 if record.type == "tool/call" else 1.0
+            score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
+        if score is None:
+            continue
+        out.append(
+            SessionMatch(
+                session_id=record.session_id,
+                entry_id=f"{record.session_id}:{record.seq}",
+                seq=record.seq,
+                kind=record.type,
+                turn=record.turn,
+                role=record.role,
+                excerpt=excerpt(text, plan.words, budget),
+                created_at=record.time,
+                score=round(score, 4),
+            )
+        )
+    return out, len(records)
 
 
 def merge_live(
@@ -76,9 +157,9 @@ def merge_live(
 
 
 class AppenderLiveSource:
-    """The reads' :class:`~sessionlog.query.reads.LiveSource` over an appender's live view.
+    """The reads' :class:`~sessionlog.query.reads.LiveSource` over an entry log's live view.
 
-    Sessions are listed with the headers this appender wrote; a live session whose header it did not
+    Sessions are listed with the headers this process wrote; a live session whose header it did not
     write is read with the persisted header, else a placeholder (``has_header=False``)."""
 
     def __init__(self, appender: Any) -> None:
@@ -94,9 +175,10 @@ class AppenderLiveSource:
 
 
 def live_source(source: Any) -> Any:
-    """Adapt an appender to the reads' live protocol; a ready ``LiveSource`` passes through."""
+    """Adapt an entry log (or live store) to the reads' live protocol; a ready ``LiveSource``
+    passes through."""
     if hasattr(source, "events") and hasattr(source, "sessions"):
         return source
     if hasattr(source, "live_events"):
         return AppenderLiveSource(source)
-    raise TypeError("live= needs an Appender or an object with sessions() and events()")
+    raise TypeError("live= needs an entry log or an object with sessions() and events()")

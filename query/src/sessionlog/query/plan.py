@@ -13,7 +13,13 @@ from typing import Any, Final
 from sessionlog.indexer.document import DEFAULT_KINDS
 from sessionlog.indexer.textfold import QUERY_TOKEN_RE, fold
 from sessionlog.query.builder import QueryPlan
-from sessionlog.query.contract import DEFAULT_EXCERPT_BYTES, DEFAULT_LIMIT, SessionQueryRequest
+from sessionlog.query.contract import (
+    DEFAULT_EXCERPT_BYTES,
+    DEFAULT_LIMIT,
+    KIND_RE,
+    SessionQueryRequest,
+    check_request_fields,
+)
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.scope import Scope
 
@@ -29,7 +35,6 @@ __all__ = [
 MAX_QUERY_WORDS: Final = 32
 MAX_WORD_CHARS: Final = 64
 MAX_EXCERPT_BYTES: Final = 64 * 1024
-KIND_RE: Final = re.compile(r"^[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}$")
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _MAX_EXCLUDED_TOOLS: Final = 32
 _MAX_TOOL_NAME: Final = 512
@@ -44,6 +49,8 @@ def plan_request(
     apart from a missing one by nothing), INVALID_LIMIT or INVALID_FILTER."""
     if not isinstance(request, SessionQueryRequest):
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "expected a SessionQueryRequest")
+    # Again: ``model_construct`` and ``model_copy(update=...)`` skip the model's own validation.
+    check_request_fields({name: getattr(request, name, None) for name in type(request).model_fields})
     session_id = request.session_id
     if session_id is not None:
         if not session_id.strip():
@@ -59,7 +66,7 @@ def plan_request(
             "SESSION_QUERY_INVALID_LIMIT", f"limit must be an integer in [1, {max_limit}]"
         )
     for kind in request.kinds:
-        if not KIND_RE.match(kind):
+        if not KIND_RE.fullmatch(kind):
             raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f"unknown kind {kind!r}")
     exclude_tools = request.exclude_tools
     if len(exclude_tools) > _MAX_EXCLUDED_TOOLS or not all(

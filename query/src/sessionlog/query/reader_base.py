@@ -18,11 +18,15 @@ else is the pure logic of :mod:`sessionlog.query.reads`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Final, Self
 
 from sessionlog.indexer.fold import FoldEvent, FoldResult
+from sessionlog.query.config import check_bool, check_int, check_scope, check_timeout, config_error
+from sessionlog.query.deadline import AbortSignal, Deadline, check_signal
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.live import live_source
 from sessionlog.query.reads import (
@@ -62,7 +66,13 @@ from sessionlog.query.reads import (
 )
 from sessionlog.query.scope import Scope
 
-__all__ = ["Loaded", "ReaderBase", "config_error", "not_found"]
+__all__ = ["DEFAULT_INSPECT_CONCURRENCY", "Loaded", "ReaderBase", "config_error", "not_found"]
+
+#: Default of ``persisted_inspect_concurrency`` (spec §3.9).
+DEFAULT_INSPECT_CONCURRENCY: Final = 4
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+#: The deadline of the read in progress on this thread or task (see :meth:`ReaderBase._bounded`).
+_CALL: ContextVar[Deadline | None] = ContextVar("sessionlog_read_deadline", default=None)
 
 
 @dataclass(slots=True)
@@ -81,10 +91,6 @@ class Loaded:
         return check_fold(self.header.session_id, self.fold())
 
 
-def config_error(message: str) -> SessionQueryError:
-    return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", message)
-
-
 def not_found(session_id: str) -> SessionQueryError:
     return SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
 
@@ -95,7 +101,12 @@ class ReaderBase(ABC):
     Every public method raises :class:`SessionQueryError` (codes in ``docs/errors.md``) and returns
     detached frozen models. ``read_window_max`` bounds ``read_event``'s ``before``/``after``;
     ``live`` serves this process's own entries (see :class:`LiveSource`); ``persistence=False``
-    reads live sessions only (the projection is "unmounted").
+    reads live sessions only (the projection is "unmounted"); ``request_timeout_s`` bounds each
+    read, every wait included (exceeding it is the retriable ``PERSISTENCE_FAILED``);
+    ``persisted_inspect_concurrency`` (a positive integer, spec §3.9) bounds how many persisted
+    sessions a batch read may load at once (validated; no read loads several yet). Every read
+    takes an optional ``signal`` (:class:`~sessionlog.query.deadline.AbortSignal`) that cancels it
+    (``ABORTED``).
     """
 
     def __init__(
@@ -103,24 +114,28 @@ class ReaderBase(ABC):
         scope: Scope,
         *,
         read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | None = None,
+        live: LiveSource | object | None = None,
         persistence: bool = True,
+        request_timeout_s: float = 5.0,
+        persisted_inspect_concurrency: int = DEFAULT_INSPECT_CONCURRENCY,
     ) -> None:
-        if not isinstance(scope, Scope):
-            raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "a reader needs a Scope")
+        check_scope(scope, "reader")
         self.read_window_max = check_read_window_max(read_window_max)
-        if not isinstance(persistence, bool):
-            raise config_error("persistence must be true or false")
+        check_bool(persistence, "persistence")
+        self.request_timeout_s = check_timeout(request_timeout_s)
+        self.persisted_inspect_concurrency = check_int(
+            persisted_inspect_concurrency, "persisted_inspect_concurrency", 1, _MAX_SAFE_INTEGER
+        )
+        self._live: LiveSource | None = None
         if live is not None:
             try:
-                live = live_source(live)
+                self._live = live_source(live)
             except TypeError:
                 raise config_error(
                     "live must be an Appender or provide sessions() and events(session_id)"
                 ) from None
         self.scope = scope
         self.persistence = persistence
-        self._live = live
         self._closed = False
 
     # -- the projection (implemented per backend) -------------------------------------------------
@@ -157,83 +172,122 @@ class ReaderBase(ABC):
         if self._closed:
             raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the reader was closed")
 
+    @contextmanager
+    def _bounded(self, signal: AbortSignal | None) -> Iterator[Deadline]:
+        """The deadline of one public read (nested reads share the outer one)."""
+        current = _CALL.get()
+        if current is not None:
+            yield current
+            return
+        deadline = Deadline(self.request_timeout_s, "SESSION_QUERY_PERSISTENCE_FAILED", check_signal(signal))
+        token = _CALL.set(deadline)
+        try:
+            deadline.check()
+            yield deadline
+        finally:
+            _CALL.reset(token)
+
+    def _deadline(self) -> Deadline:
+        """The deadline of the read in progress (a fresh one outside a public read)."""
+        return _CALL.get() or Deadline(self.request_timeout_s, "SESSION_QUERY_PERSISTENCE_FAILED")
+
     # -- public reads ---------------------------------------------------------------------------
-    def list_sessions(self, filters: Sequence[Any] | None = None) -> tuple[SessionRecord, ...]:
+    def list_sessions(
+        self, filters: Sequence[Any] | None = None, *, signal: AbortSignal | None = None
+    ) -> tuple[SessionRecord, ...]:
         """Sessions in scope, newest first (then id): persisted ones overlaid by live ones.
 
         ``filters`` are session clauses (spec 3.7, see :func:`reads.parse_session_filters`).
         """
         self._check_open()
-        parsed = parse_session_filters(filters)
-        return tuple(apply_session_filters(self._listing(), parsed))
+        with self._bounded(signal):
+            parsed = parse_session_filters(filters)
+            return tuple(apply_session_filters(self._listing(), parsed))
 
-    def list_events(self, session_id: str) -> tuple[EventRecordView, ...]:
+    def list_events(
+        self, session_id: str, *, signal: AbortSignal | None = None
+    ) -> tuple[EventRecordView, ...]:
         """Every event of the session in seq order, classified by the fold (INVALID_SURFACE if the
         log breaks a surface rule)."""
         self._check_open()
-        loaded = self._load(session_id, with_text=True)
-        folded = loaded.fold_strict()
-        sid = loaded.header.session_id
-        return tuple(event_view(sid, entry, folded) for entry in loaded.entries)
+        with self._bounded(signal):
+            loaded = self._load(session_id, with_text=True)
+            folded = loaded.fold_strict()
+            sid = loaded.header.session_id
+            return tuple(event_view(sid, entry, folded) for entry in loaded.entries)
 
-    def filter_events(self, session_id: str, filters: Sequence[Any]) -> tuple[EventRecordView, ...]:
+    def filter_events(
+        self, session_id: str, filters: Sequence[Any], *, signal: AbortSignal | None = None
+    ) -> tuple[EventRecordView, ...]:
         """The session's events with text that match every clause (spec 3.7), in seq order.
 
         Filters are validated before the session is loaded; the log must fold (INVALID_SURFACE).
         """
         self._check_open()
-        parsed = parse_event_filters(filters)
-        loaded = self._load(session_id, with_text=True)
-        folded = loaded.fold_strict()
-        sid = loaded.header.session_id
-        return tuple(apply_event_filters((event_view(sid, e, folded) for e in loaded.entries), parsed))
+        with self._bounded(signal):
+            parsed = parse_event_filters(filters)
+            loaded = self._load(session_id, with_text=True)
+            folded = loaded.fold_strict()
+            sid = loaded.header.session_id
+            return tuple(apply_event_filters((event_view(sid, e, folded) for e in loaded.entries), parsed))
 
-    def read_surface(self, session_id: str) -> SurfaceRead:
+    def read_surface(self, session_id: str, *, signal: AbortSignal | None = None) -> SurfaceRead:
         """The model's current surface in model-history order and the last raw seq it covers."""
         self._check_open()
-        loaded = self._load(session_id, with_text=False)
-        folded = loaded.fold_strict()
-        nodes = set(folded.nodes)
-        wanted = [i for i, entry in enumerate(loaded.entries) if entry.seq in nodes]
-        entries = self._with_text(loaded.header.session_id, loaded.entries, wanted)
-        return build_surface_read(loaded.header, entries, folded)
+        with self._bounded(signal):
+            loaded = self._load(session_id, with_text=False)
+            folded = loaded.fold_strict()
+            nodes = set(folded.nodes)
+            wanted = [i for i, entry in enumerate(loaded.entries) if entry.seq in nodes]
+            entries = self._with_text(loaded.header.session_id, loaded.entries, wanted)
+            return build_surface_read(loaded.header, entries, folded)
 
-    def read_event(self, session_id: str, seq: int, before: int = 0, after: int = 0) -> ReadEventResult:
+    def read_event(
+        self, session_id: str, seq: int, before: int = 0, after: int = 0, *, signal: AbortSignal | None = None
+    ) -> ReadEventResult:
         """The event ``seq`` and up to ``before``/``after`` neighbours (clamped at the log's edges).
 
         The window is validated first (INVALID_WINDOW even for a missing session). The surface fold
         is not enforced, so an event of a surface-invalid log can still be read.
         """
         self._check_open()
-        before, after = check_window(before, after, self.read_window_max)
-        loaded = self._load(session_id, with_text=False)
-        index = locate_index(loaded.entries, seq)
-        if index is None:
-            raise SessionQueryError(
-                "SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {loaded.header.session_id!r}"
-            )
-        lo, hi = window_bounds(len(loaded.entries), index, before, after)
-        entries = self._with_text(loaded.header.session_id, loaded.entries, range(lo, hi + 1))
-        return build_read_event(loaded.header, entries, loaded.fold(), index, (lo, hi))
+        with self._bounded(signal):
+            before, after = check_window(before, after, self.read_window_max)
+            loaded = self._load(session_id, with_text=False)
+            index = locate_index(loaded.entries, seq)
+            if index is None:
+                raise SessionQueryError(
+                    "SESSION_QUERY_EVENT_NOT_FOUND",
+                    f"no event {seq!r} in session {loaded.header.session_id!r}",
+                )
+            lo, hi = window_bounds(len(loaded.entries), index, before, after)
+            entries = self._with_text(loaded.header.session_id, loaded.entries, range(lo, hi + 1))
+            return build_read_event(loaded.header, entries, loaded.fold(), index, (lo, hi))
 
-    def trace_session(self, session_id: str) -> SessionTrace:
+    def trace_session(self, session_id: str, *, signal: AbortSignal | None = None) -> SessionTrace:
         """Ancestors and descendants of the session within the scope (one listing)."""
         self._check_open()
-        sid = check_session_id(session_id)
-        return trace_session(sid, self._listing())
+        with self._bounded(signal):
+            sid = check_session_id(session_id)
+            return trace_session(sid, self._listing())
 
-    def trace_event(self, session_id: str, seq: int) -> EventTraceResult:
+    def trace_event(
+        self, session_id: str, seq: int, *, signal: AbortSignal | None = None
+    ) -> EventTraceResult:
         """Replacement and citation edges of one event. EVENT_NOT_FOUND is checked before the log is
         validated (INVALID_SURFACE)."""
         self._check_open()
-        loaded = self._load(session_id, with_text=False)
-        sid = loaded.header.session_id
-        index = locate_index(loaded.entries, seq)
-        if index is None:
-            raise SessionQueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {sid!r}")
-        folded = loaded.fold_strict()
-        entries = self._with_text(sid, loaded.entries, [index])
-        return build_trace_event(loaded.header, entries, folded, index, loaded.events)
+        with self._bounded(signal):
+            loaded = self._load(session_id, with_text=False)
+            sid = loaded.header.session_id
+            index = locate_index(loaded.entries, seq)
+            if index is None:
+                raise SessionQueryError(
+                    "SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {sid!r}"
+                )
+            folded = loaded.fold_strict()
+            entries = self._with_text(sid, loaded.entries, [index])
+            return build_trace_event(loaded.header, entries, folded, index, loaded.events)
 
     # -- loading --------------------------------------------------------------------------------
     def _live_session(self, session_id: str) -> tuple[SessionHeader, list[LogEntry]] | None:

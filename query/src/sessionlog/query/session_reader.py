@@ -21,34 +21,30 @@ filled later) reloads the whole log.
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
-
-from opensearchpy import OpenSearch
-from opensearchpy.exceptions import ConnectionError as OSConnectionError
-from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, OpenSearchException, TransportError
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from sessionlog.indexer.document import events_alias, sessions_alias
 from sessionlog.indexer.fold import FoldEvent, FoldResult, SurfaceState
-from sessionlog.indexer.os_security import item_failure, security_failure
 from sessionlog.indexer.settings import OpenSearchSettings
-from sessionlog.query.clients import shared_client
+from sessionlog.query.config import check_bool, check_int
 from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.reader_base import Loaded, ReaderBase, config_error
+from sessionlog.query.opensearch_access import opensearch_access
+from sessionlog.query.options import OpenSearchReaderOptions
+from sessionlog.query.reader_base import Loaded, ReaderBase
 from sessionlog.query.reads import (
-    DEFAULT_READ_WINDOW_MAX,
-    LiveSource,
     LogEntry,
     SessionRecord,
     entry_from_source,
     record_from_source,
 )
 from sessionlog.query.scope import Scope
+
+if TYPE_CHECKING:
+    from opensearchpy import OpenSearch
 
 __all__ = ["DEFAULT_PAGE_SIZE", "LOG_CACHE_ENTRIES", "SessionReader", "clear_log_cache"]
 
@@ -155,79 +151,25 @@ class SessionReader(ReaderBase):
         scope: Scope,
         settings: OpenSearchSettings | None = None,
         *,
-        hosts: str | None = None,
-        index_prefix: str | None = None,
-        client: OpenSearch | None = None,
-        read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | None = None,
-        persistence: bool = True,
         page_size: int = DEFAULT_PAGE_SIZE,
-        request_timeout_s: float = 5.0,
         cache: bool = True,
+        **options: Unpack[OpenSearchReaderOptions],
     ) -> None:
-        super().__init__(scope, read_window_max=read_window_max, live=live, persistence=persistence)
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 0 < page_size <= MAX_PAGE:
-            raise config_error(f"page_size must be an integer in [1, {MAX_PAGE}], got {page_size!r}")
-        if (
-            isinstance(request_timeout_s, bool)
-            or not isinstance(request_timeout_s, int | float)
-            or not math.isfinite(request_timeout_s)
-            or request_timeout_s <= 0
-        ):
-            raise config_error(f"request_timeout_s must be a positive number, got {request_timeout_s!r}")
-        if not isinstance(cache, bool):
-            raise config_error("cache must be true or false")
-        overrides: dict[str, Any] = {}
-        if hosts:
-            overrides["url"] = hosts
-        if index_prefix:
-            overrides["index_prefix"] = index_prefix
-        try:
-            base = settings or OpenSearchSettings()
-            merged = base.model_copy(update=overrides)
-            # model_copy does not validate the overrides; validating the merged values does.
-            self.settings = type(merged).model_validate(merged.model_dump())
-        except (ValidationError, ValueError) as err:
-            raise config_error(f"invalid OpenSearch settings: {err}") from None
-        self.page_size = page_size
-        self.request_timeout_s = float(request_timeout_s)
-        self.cache = cache
+        self.access, rest = opensearch_access("SESSION_QUERY_PERSISTENCE_FAILED", settings, options)
+        super().__init__(scope, **rest)
+        self.page_size = check_int(page_size, "page_size", 1, MAX_PAGE)
+        self.cache = check_bool(cache, "cache")
+        self.settings = self.access.settings
         self.events_index = events_alias(self.settings.index_prefix)
         self.sessions_index = sessions_alias(self.settings.index_prefix)
-        self._client = client
-        self._lock = threading.Lock()
-
-    # -- lifecycle ------------------------------------------------------------------------------
-    @property
-    def client(self) -> OpenSearch:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = shared_client(self.settings)
-        return self._client
 
     # -- OpenSearch I/O ---------------------------------------------------------------------------
-    def _call(self, fn: Callable[..., Any], **kwargs: Any) -> Any:
-        try:
-            return fn(**kwargs, request_timeout=self.request_timeout_s)
-        except NotFoundError as err:
-            message = f"projection index missing ({err.error}); has the indexer run?"
-            raise SessionQueryError("SESSION_QUERY_PERSISTENCE_FAILED", message) from None
-        except (OSConnectionError, ConnectionTimeout) as err:
-            if (line := security_failure(err, self.settings)) is not None:
-                raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line) from None
-            raise SessionQueryError(
-                "SESSION_QUERY_PERSISTENCE_FAILED",
-                f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}",
-            ) from None
-        except TransportError as err:
-            if (line := security_failure(err, self.settings)) is not None:
-                raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line) from None
-            raise SessionQueryError(
-                "SESSION_QUERY_PERSISTENCE_FAILED", f"OpenSearch failed ({err.status_code}): {err.error}"
-            ) from None
-        except OpenSearchException as err:
-            raise SessionQueryError("SESSION_QUERY_PERSISTENCE_FAILED", f"OpenSearch failed: {err}") from None
+    @property
+    def client(self) -> OpenSearch:
+        return self.access.client
+
+    def _call(self, method: str, **kwargs: Any) -> Any:
+        return self.access.call(method, self._deadline(), **kwargs)
 
     def _filters(
         self, session_id: str, low: int | None = None, high: int | None = None
@@ -259,15 +201,10 @@ class SessionReader(ReaderBase):
         return body
 
     def _msearch(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        responses: list[dict[str, Any]] = self._call(self.client.msearch, body=lines)["responses"]
+        responses: list[dict[str, Any]] = self._call("msearch", body=lines)["responses"]
         for response in responses:
             if "error" in response:
-                error = response["error"]
-                if (line := item_failure(error, self.settings)) is not None:
-                    raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", line)
-                reason = error.get("type", error) if isinstance(error, dict) else error
-                message = f"projection read failed: {reason}"
-                raise SessionQueryError("SESSION_QUERY_PERSISTENCE_FAILED", message)
+                raise self.access.item_error(response["error"], "projection read")
         return responses
 
     def _pages(
@@ -282,7 +219,7 @@ class SessionReader(ReaderBase):
             if len(hits) < self.page_size:
                 return entries
             body = self._events_body(session_id, fields, list(hits[-1]["sort"]), low)
-            response = self._call(self.client.search, index=self.events_index, routing=session_id, body=body)
+            response = self._call("search", index=self.events_index, routing=session_id, body=body)
             hits = response["hits"]["hits"]
 
     def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
@@ -342,7 +279,7 @@ class SessionReader(ReaderBase):
 
     def _reload(self, session_id: str, fields: list[str]) -> list[LogEntry]:
         body = self._events_body(session_id, fields, None)
-        response = self._call(self.client.search, index=self.events_index, routing=session_id, body=body)
+        response = self._call("search", index=self.events_index, routing=session_id, body=body)
         return self._pages(session_id, response["hits"]["hits"], fields, None)
 
     def _with_text(self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]) -> list[LogEntry]:
@@ -361,7 +298,7 @@ class SessionReader(ReaderBase):
                 "track_total_hits": False,
                 "_source": {"includes": ["schema", "session_id", "seq", "type", "time", "text", "args"]},
             }
-            response = self._call(self.client.search, index=self.events_index, routing=session_id, body=body)
+            response = self._call("search", index=self.events_index, routing=session_id, body=body)
             for hit in response["hits"]["hits"]:
                 source = hit["_source"]
                 index = missing.get(source.get("seq"))
@@ -393,7 +330,7 @@ class SessionReader(ReaderBase):
             kwargs: dict[str, Any] = {"index": self.sessions_index, "body": body}
             if routing:
                 kwargs["routing"] = routing
-            hits = self._call(self.client.search, **kwargs)["hits"]["hits"]
+            hits = self._call("search", **kwargs)["hits"]["hits"]
             records.extend(record_from_source(hit["_source"]) for hit in hits)
             if len(hits) < self.page_size:
                 return records

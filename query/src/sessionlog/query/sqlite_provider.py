@@ -29,40 +29,38 @@ from __future__ import annotations
 
 import heapq
 import os
-import secrets
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 import orjson
 
-from sessionlog.ingest.errors import IngestError
-from sessionlog.ingest.sqlite_log import connect, rollback
 from sessionlog.query import candidates as arms_of
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.candidates import MAX_EXPANSIONS, WordArms, typo_candidates
-from sessionlog.query.contract import (
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
-    SessionMatch,
-    SessionQueryRequest,
-    SessionQueryResult,
-)
-from sessionlog.query.cursor import MAX_PAGED, encode_cursor, open_cursor, request_fingerprint
-from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.excerpt import excerpt
-from sessionlog.query.plan import excerpt_budget, plan_request
+from sessionlog.query.config import check_int, check_scope
+from sessionlog.query.deadline import Deadline
+from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
+from sessionlog.query.options import SQLiteProviderOptions
+from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
 from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus, phrase_words, score_text
+from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
 
-__all__ = ["MAX_EXPANSIONS", "SQLiteProvider", "typo_candidates"]
+__all__ = [
+    "LOG_TOPIC",
+    "MAX_EXPANSIONS",
+    "SQLiteEngine",
+    "SQLiteProvider",
+    "prepare_connection",
+    "typo_candidates",
+]
 
+#: The name of the embedded log in live views and watermarks (one partition, 0).
+LOG_TOPIC: Final = "log"
+_CHUNK: Final = 500  # rids per ``IN`` list
 _ARGS_WEIGHT: Final = 0.75
 _EPSILON: Final = 1e-9
 
@@ -76,203 +74,56 @@ class _Candidate:
     tiebreak: float
 
 
-class SQLiteProvider:
-    """Scoped search over an embedded (SQLite) projection.
+class SQLiteEngine:
+    """The embedded :class:`~sessionlog.query.engine.SearchEngine`: every statement carries the
+    scope as a SQL condition; one read transaction per call (a consistent snapshot), bounded by
+    the call's deadline. Thread-safe (one connection behind a lock)."""
 
-    Cheap to construct (the file is opened on the first search), thread-safe (one connection
-    behind a lock), ``close()`` idempotent. ``catch_up`` is called before every search, e.g. an
-    embedded indexer's ``run_until_idle`` so that a search sees everything appended before it; if
-    it has a ``close`` method the provider closes it too.
-    """
+    log_topic: str | None = LOG_TOPIC
 
-    def __init__(
-        self,
-        scope: Scope,
-        path: str | os.PathLike[str],
-        *,
-        default_limit: int = DEFAULT_LIMIT,
-        max_limit: int = MAX_LIMIT,
-        request_timeout_s: float = 5.0,
-        cursor_key: bytes | None = None,
-        catch_up: Callable[[], object] | None = None,
-        max_expansions: int = MAX_EXPANSIONS,
-    ) -> None:
-        if not isinstance(scope, Scope):
-            raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "a provider needs a Scope")
-        if not (1 <= default_limit <= max_limit) or max_limit > 10_000:
-            raise SessionQueryError(
-                "SESSION_QUERY_INVALID_CONFIG", "need 1 <= default_limit <= max_limit <= 10000"
-            )
-        if request_timeout_s <= 0:
-            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "request_timeout_s must be positive")
-        if not isinstance(path, str | os.PathLike) or not str(path):
-            raise SessionQueryError("SESSION_QUERY_INVALID_CONFIG", "path must name the SQLite file")
-        self.scope = scope
-        self.path = Path(path).expanduser()
-        self.default_limit = default_limit
-        self.max_limit = max_limit
-        self.request_timeout_s = request_timeout_s
-        self.max_expansions = max_expansions
-        self._key = cursor_key or secrets.token_bytes(32)
-        self._catch_up = catch_up
-        self._conn: sqlite3.Connection | None = None
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._deadline = 0.0
+    def __init__(self, scope: Scope, file: SQLiteFile, *, max_expansions: int = MAX_EXPANSIONS) -> None:
+        self.scope = check_scope(scope, "provider")
+        self.max_expansions = check_int(max_expansions, "max_expansions", 1, 10_000)
+        self.file = file
+        self._deadline: Deadline | None = None
 
-    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def path(self) -> os.PathLike[str]:
+        return self.file.path
+
     def close(self) -> None:
-        """Stop accepting requests and close the connection (and an owned catch-up). Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            conn, self._conn = self._conn, None
-        if conn is not None and self._pid == os.getpid():
-            conn.close()
-        closer = getattr(self._catch_up, "close", None)
-        if callable(closer):
-            closer()
+        self.file.close()
 
-    def __enter__(self) -> SQLiteProvider:
-        return self
+    def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
+        self.file.catch_up(deadline)
+        with self.file.snapshot(deadline) as conn:
+            self._deadline = deadline
+            corpus = self._count(conn, query.plan, query.session_id, query.live_topic)
+            return EnginePage(corpus, self._page(conn, query))
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is not None and self._pid != os.getpid():
-            self._conn = None  # never use (nor close) a connection inherited through fork
-        if self._conn is None:
-            if not self.path.exists():
-                raise SessionQueryError(
-                    "SESSION_QUERY_INDEX_FAILED",
-                    f"no embedded database at {self.path}; has anything been appended?",
-                )
-            try:
-                conn = connect(self.path, create=False, busy_timeout_s=self.request_timeout_s)
-            except IngestError as err:
-                raise SessionQueryError(
-                    "SESSION_QUERY_INDEX_FAILED", f"cannot open {self.path}: {err}"
-                ) from None
-            conn.set_progress_handler(self._progress, 2000)
-            conn.execute("PRAGMA temp_store = MEMORY")
-            # The index hits of one search, phase by phase (private to this connection).
-            conn.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS sl_hits "
-                "(rid INTEGER NOT NULL, w INTEGER NOT NULL, v REAL NOT NULL)"
-            )
-            self._conn, self._pid = conn, os.getpid()
-        return self._conn
-
-    def _progress(self) -> int:
-        return 1 if time.monotonic() > self._deadline else 0
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction (a consistent snapshot) under the lock, with the request deadline."""
-        with self._lock:
-            if self._closed:
-                raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the provider was closed")
-            conn = self._connection()
-            self._deadline = time.monotonic() + self.request_timeout_s
-            try:
-                conn.execute("BEGIN")
-                yield conn
-            except sqlite3.OperationalError as err:
-                raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", self._describe(err)) from None
-            except sqlite3.Error as err:
-                raise SessionQueryError(
-                    "SESSION_QUERY_INDEX_FAILED", f"embedded index failed: {err}"
-                ) from None
-            finally:
-                rollback(conn)
-
-    def _describe(self, err: sqlite3.OperationalError) -> str:
-        text = str(err)
-        if "no such table" in text:
-            return f"index missing in {self.path} ({text}); has the indexer run?"
-        if "interrupted" in text:
-            return f"search took longer than {self.request_timeout_s}s"
-        return f"embedded index failed: {text}"
+    def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+        with self.file.snapshot(deadline) as conn:
+            self._deadline = deadline
+            return self._page(conn, query)
 
     def _check_deadline(self) -> None:
-        if time.monotonic() > self._deadline:
-            raise SessionQueryError(
-                "SESSION_QUERY_INDEX_FAILED", f"search took longer than {self.request_timeout_s}s"
-            )
+        if self._deadline is not None:
+            self._deadline.check()
 
-    # -- validation -----------------------------------------------------------------------------
-    def _plan(self, request: SessionQueryRequest) -> tuple[QueryPlan, str | None]:
-        if self._closed:
-            raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the provider was closed")
-        return plan_request(request, self.scope, self.max_limit, self.default_limit)
-
-    # -- search ---------------------------------------------------------------------------------
-    def search(self, request: SessionQueryRequest) -> SessionQueryResult:
-        """Run one search; raises :class:`SessionQueryError` and nothing else."""
-        plan, session_id = self._plan(request)
-        budget = excerpt_budget(request)
-        fingerprint = request_fingerprint(
-            self.scope.fingerprint(),
-            session_id,
-            plan.words,
-            plan.kinds,
-            plan.limit,
-            budget,
-            plan.exclude_tools,
-        )
-        offset, partial, issued = 0, False, None
-        if request.cursor is not None:
-            after, partial, issued = open_cursor(self._key, request.cursor, fingerprint)
-            if len(after) != 1 or type(after[0]) is not int or after[0] < 0:
-                raise SessionQueryError(
-                    "SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request"
-                )
-            offset = after[0]
-        single = session_id is not None or (self.scope.kind == "sessions" and len(self.scope.ids) == 1)
-        self._run_catch_up()
-        size = plan.limit + 1
-        with self._snapshot() as conn:
-            searched, generation, exists = self._count(conn, plan, session_id)
-            if session_id is not None and not exists and self.scope.kind == "workspaces":
-                raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
-            if issued is not None and issued != generation:
-                raise SessionQueryError(
-                    "SESSION_QUERY_STALE_CURSOR", "the searched corpus changed; search again"
-                )
-            hints: list[str] = []
-            if plan.browse:
-                page = [(rid, 0.0) for rid in self._browse(conn, plan, session_id, single, offset, size)]
-            else:
-                page, hints = self._rank(conn, plan, session_id, partial, offset, size)
-                if not page and issued is None and len(plan.words) > 1:
-                    partial = True
-                    page, hints = self._rank(conn, plan, session_id, True, 0, size)
-            more = len(page) > plan.limit
-            page = page[: plan.limit]
-            matches = self._matches(conn, page, plan, budget, hints)
-        next_cursor = None
-        # Like the OpenSearch provider: a chain of pages returns at most MAX_PAGED entries.
-        if more and matches and offset + len(matches) <= MAX_PAGED:
-            next_cursor = encode_cursor(self._key, fingerprint, generation, [offset + len(matches)], partial)
-        return SessionQueryResult(
-            matches=tuple(matches), searched=searched, next_cursor=next_cursor,
-            partial=partial and bool(matches), source="persisted",
-        )  # fmt: skip
-
-    def _run_catch_up(self) -> None:
-        if self._catch_up is None:
-            return
-        try:
-            self._catch_up()
-        except SessionQueryError:
-            raise
-        except Exception as err:
-            raise SessionQueryError(
-                "SESSION_QUERY_INDEX_FAILED", f"catching up the embedded index failed: {err}"
-            ) from None
+    def _page(self, conn: sqlite3.Connection, query: EngineQuery) -> list[EngineHit]:
+        """The best ``query.size`` entries that earlier pages did not return."""
+        plan = query.plan
+        need = len(query.exclude) + query.size
+        hints: list[str] = []
+        if plan.browse:
+            page = [(rid, 0.0) for rid in self._browse(conn, plan, query.session_id, query.single, 0, need)]
+        else:
+            page, hints = self._rank(conn, plan, query.session_id, query.partial, 0, need)
+        if query.exclude:
+            seen = set(query.exclude)
+            ids = self._doc_ids(conn, [rid for rid, _ in page])
+            page = [(rid, score) for rid, score in page if ids.get(rid) not in seen]
+        return self._hits(conn, page[: query.size], tuple(hints))
 
     # -- SQL pieces -----------------------------------------------------------------------------
     def _scope_sql(self, session_id: str | None) -> tuple[str, list[Any]]:
@@ -298,10 +149,11 @@ class SQLiteProvider:
         return sql, params
 
     def _count(
-        self, conn: sqlite3.Connection, plan: QueryPlan, session_id: str | None
-    ) -> tuple[int, int, bool]:
-        """``searched`` (in-scope entries of the requested kinds with text), the generation of the
-        scope's corpus (entry count and highest log offset), and whether the session exists."""
+        self, conn: sqlite3.Connection, plan: QueryPlan, session_id: str | None, live_topic: str | None
+    ) -> Corpus:
+        """``searched`` (in-scope entries of the requested kinds with text), the scope's size and
+        highest log offset (the generation), whether the session exists, and the indexer's
+        position in the log (the watermark of the live merge)."""
         scope_sql, scope_params = self._scope_sql(session_id)
         filter_sql, filter_params = self._filter_sql(plan)
         row = conn.execute(
@@ -310,7 +162,6 @@ class SQLiteProvider:
             [*filter_params, *scope_params],
         ).fetchone()
         total, max_offset, searched = int(row[0]), int(row[1]), int(row[2])
-        generation = total * 1_000_003 + max_offset
         exists = total > 0
         if session_id is not None and not exists and self.scope.kind == "workspaces":
             marks = ",".join("?" * len(self.scope.ids))
@@ -319,7 +170,17 @@ class SQLiteProvider:
                 [session_id, *self.scope.ids],
             ).fetchone()
             exists = found is not None
-        return searched, generation, exists
+        watermarks: dict[int, int] = {}
+        if (
+            live_topic == LOG_TOPIC
+            and conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'indexer_positions'"
+            ).fetchone()
+        ):
+            position = conn.execute("SELECT max(offset) FROM indexer_positions").fetchone()[0]
+            if position is not None:
+                watermarks[0] = int(position)
+        return Corpus(searched, total, max_offset, exists, watermarks)
 
     def _browse(
         self,
@@ -476,14 +337,24 @@ class SQLiteProvider:
             return False
         return (cand.tiebreak, cand.seq) < (kth[1], kth[2])
 
-    def _matches(
-        self,
-        conn: sqlite3.Connection,
-        page: list[tuple[int, float]],
-        plan: QueryPlan,
-        budget: int,
-        hints: list[str],
-    ) -> list[SessionMatch]:
+    @staticmethod
+    def _doc_ids(conn: sqlite3.Connection, rids: list[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(rids), _CHUNK):
+            chunk = rids[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                (int(rid), str(doc_id))
+                for rid, doc_id in conn.execute(
+                    f"SELECT rid, doc_id FROM events WHERE rid IN ({marks})", chunk
+                )
+            )
+        return out
+
+    @staticmethod
+    def _hits(
+        conn: sqlite3.Connection, page: list[tuple[int, float]], hints: tuple[str, ...]
+    ) -> list[EngineHit]:
         if not page:
             return []
         marks = ",".join("?" * len(page))
@@ -499,16 +370,66 @@ class SQLiteProvider:
             _, doc_id, session_id, seq, kind, text, doc_blob = rows[rid]
             doc = orjson.loads(doc_blob)
             out.append(
-                SessionMatch(
+                EngineHit(
                     session_id=session_id,
                     entry_id=doc_id,
                     seq=int(seq),
                     kind=kind,
+                    text=text,
                     turn=doc.get("turn"),
                     role=doc.get("role"),
-                    excerpt=excerpt(text, plan.words, budget, hints),
                     created_at=datetime.fromisoformat(doc["time"]) if doc.get("time") else None,
-                    score=round(score, 4),
+                    score=score,
+                    hints=hints,
                 )
             )
         return out
+
+
+def prepare_connection(conn: sqlite3.Connection) -> None:
+    """The embedded engine's per-connection state (a temporary table of index hits)."""
+    conn.execute("PRAGMA temp_store = MEMORY")
+    # The index hits of one search, phase by phase (private to this connection).
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS sl_hits (rid INTEGER NOT NULL, w INTEGER NOT NULL, v REAL NOT NULL)"
+    )
+
+
+def sqlite_engine(
+    scope: Scope, path: object, options: Mapping[str, Any]
+) -> tuple[SQLiteEngine, dict[str, Any]]:
+    """The engine over the file at ``path`` (its :class:`~sessionlog.query.options.SQLiteTarget`
+    options and ``max_expansions`` taken from ``options``), and the provider options left."""
+    file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=prepare_connection)
+    expansions = rest.pop("max_expansions", MAX_EXPANSIONS)
+    return SQLiteEngine(scope, file, max_expansions=expansions), rest
+
+
+class SQLiteProvider(SearchProvider):
+    """Scoped search over an embedded (SQLite) projection: the provider core over a
+    :class:`SQLiteEngine`.
+
+    Cheap to construct (the file is opened on the first search), thread-safe, ``close()``
+    idempotent. ``catch_up`` (e.g. an embedded indexer's run until idle, so that a search sees
+    everything appended before it) and ``connector`` are the
+    :class:`~sessionlog.query.options.SQLiteTarget` options. ``live`` is this
+    process's SQLite entry log (or its live view, or a bare live log), whose entries the projection
+    does not show yet are merged (read-your-writes). The other options are
+    :class:`~sessionlog.query.provider.SearchProvider`'s.
+    """
+
+    engine: SQLiteEngine
+
+    def __init__(
+        self, scope: Scope, path: str | os.PathLike[str], **options: Unpack[SQLiteProviderOptions]
+    ) -> None:
+        engine, rest = sqlite_engine(scope, path, options)
+        super().__init__(scope, engine, **rest)
+
+    @property
+    def path(self) -> os.PathLike[str]:
+        return self.engine.path
+
+    @property
+    def _conn(self) -> sqlite3.Connection | None:
+        return self.engine.file.conn

@@ -19,31 +19,23 @@ read sees every append that returned before it. The reader closes it on ``close(
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
-import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any, Final, Unpack
 
 import orjson
 
-from sessionlog.ingest.errors import IngestError
-from sessionlog.ingest.sqlite_log import connect, rollback
 from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.reader_base import Loaded, ReaderBase, config_error
+from sessionlog.query.options import SQLiteReaderOptions
+from sessionlog.query.reader_base import Loaded, ReaderBase
 from sessionlog.query.reads import (
-    DEFAULT_READ_WINDOW_MAX,
-    LiveSource,
     LogEntry,
     SessionRecord,
     entry_from_source,
     record_from_source,
 )
 from sessionlog.query.scope import Scope
+from sessionlog.query.sqlite_access import sqlite_file
 
 __all__ = ["SQLiteSessionReader"]
 
@@ -72,105 +64,23 @@ class SQLiteSessionReader(ReaderBase):
     """Reads sessions of one :class:`Scope` from an embedded projection and a live source.
 
     Cheap to construct (the file is opened on the first read), thread-safe (one connection behind a
-    lock), ``close()`` idempotent. ``read_window_max``, ``live`` and ``persistence`` are those of
-    :class:`~sessionlog.query.SessionReader`; ``request_timeout_s`` bounds each read (lock waits
-    and statements); ``catch_up`` runs before the projection is read.
+    lock), ``close()`` idempotent. ``read_window_max``, ``live``, ``persistence``,
+    ``request_timeout_s`` and ``persisted_inspect_concurrency`` are :class:`ReaderBase`'s;
+    ``catch_up`` runs before the projection is read (bounded by the read's time, see
+    :mod:`sessionlog.query.sqlite_access`).
     """
 
     def __init__(
-        self,
-        scope: Scope,
-        path: str | os.PathLike[str],
-        *,
-        read_window_max: int = DEFAULT_READ_WINDOW_MAX,
-        live: LiveSource | None = None,
-        persistence: bool = True,
-        request_timeout_s: float = 5.0,
-        catch_up: Callable[[], object] | None = None,
+        self, scope: Scope, path: str | os.PathLike[str], **options: Unpack[SQLiteReaderOptions]
     ) -> None:
-        super().__init__(scope, read_window_max=read_window_max, live=live, persistence=persistence)
-        if not isinstance(path, str | os.PathLike) or not str(path):
-            raise config_error("path must name the SQLite file")
-        if (
-            isinstance(request_timeout_s, bool)
-            or not isinstance(request_timeout_s, int | float)
-            or not math.isfinite(request_timeout_s)
-            or request_timeout_s <= 0
-        ):
-            raise config_error(f"request_timeout_s must be a positive number, got {request_timeout_s!r}")
-        if catch_up is not None and not callable(catch_up):
-            raise config_error("catch_up must be callable")
-        self.path = Path(path).expanduser()
-        self.request_timeout_s = float(request_timeout_s)
-        self._catch_up = catch_up
-        self._conn: sqlite3.Connection | None = None
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._deadline = 0.0
+        self.file, rest = sqlite_file(path, "SESSION_QUERY_PERSISTENCE_FAILED", options)
+        super().__init__(scope, **rest)
+        self.path = self.file.path
 
-    # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
         """Refuse further reads, close the connection (and an owned catch-up). Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            conn, self._conn = self._conn, None
-        if conn is not None and self._pid == os.getpid():
-            conn.close()
-        closer = getattr(self._catch_up, "close", None)
-        if callable(closer):
-            closer()
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is not None and self._pid != os.getpid():
-            self._conn = None  # never use (nor close) a connection inherited through fork
-        if self._conn is None:
-            if not self.path.exists():
-                raise _persistence_failed(f"no embedded database at {self.path}; has anything been appended?")
-            try:
-                conn = connect(self.path, create=False, busy_timeout_s=self.request_timeout_s)
-            except IngestError as err:
-                raise _persistence_failed(f"cannot open {self.path}: {err}") from None
-            conn.set_progress_handler(self._progress, 2000)
-            self._conn, self._pid = conn, os.getpid()
-        return self._conn
-
-    def _progress(self) -> int:
-        return 1 if time.monotonic() > self._deadline else 0
-
-    def _run_catch_up(self) -> None:
-        if self._catch_up is None:
-            return
-        try:
-            self._catch_up()
-        except SessionQueryError:
-            raise
-        except Exception as err:
-            raise _persistence_failed(f"catching up the embedded projection failed: {err}") from None
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction (a consistent snapshot) under the lock, with the request deadline."""
-        with self._lock:
-            self._check_open()
-            conn = self._connection()
-            self._deadline = time.monotonic() + self.request_timeout_s
-            try:
-                conn.execute("BEGIN")
-                yield conn
-            except sqlite3.Error as err:
-                raise _persistence_failed(self._describe(err)) from None
-            finally:
-                rollback(conn)
-
-    def _describe(self, err: sqlite3.Error) -> str:
-        text = str(err)
-        if "no such table" in text:
-            return f"projection missing in {self.path} ({text}); has the indexer run?"
-        if "interrupted" in text:
-            return f"read took longer than {self.request_timeout_s}s"
-        return f"embedded projection read failed: {text}"
+        super().close()
+        self.file.close()
 
     # -- SQL ------------------------------------------------------------------------------------
     def _scope_sql(self) -> tuple[str, list[Any]]:
@@ -180,10 +90,11 @@ class SQLiteSessionReader(ReaderBase):
     def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
         """The session document and its event documents in seq order (``None`` if not in the scoped
         projection), from one snapshot; without ``with_text`` the ``text`` column is not read."""
-        self._run_catch_up()
+        deadline = self._deadline()
+        self.file.catch_up(deadline)
         scope_sql, scope_params = self._scope_sql()
         text_column = "text" if with_text else "NULL"
-        with self._snapshot() as conn:
+        with self.file.snapshot(deadline) as conn:
             row = conn.execute(
                 f"SELECT doc FROM sessions WHERE session_id = ? AND {scope_sql}", [session_id, *scope_params]
             ).fetchone()
@@ -210,7 +121,7 @@ class SQLiteSessionReader(ReaderBase):
         out = list(entries)
         pending = sorted(missing)
         scope_sql, scope_params = self._scope_sql()
-        with self._snapshot() as conn:
+        with self.file.snapshot(self._deadline()) as conn:
             for start in range(0, len(pending), _CHUNK):
                 chunk = pending[start : start + _CHUNK]
                 rows = conn.execute(
@@ -230,9 +141,10 @@ class SQLiteSessionReader(ReaderBase):
         return out
 
     def _persisted_listing(self) -> list[SessionRecord]:
-        self._run_catch_up()
+        deadline = self._deadline()
+        self.file.catch_up(deadline)
         scope_sql, scope_params = self._scope_sql()
-        with self._snapshot() as conn:
+        with self.file.snapshot(deadline) as conn:
             rows = conn.execute(
                 f"SELECT session_id, doc FROM sessions WHERE {scope_sql} ORDER BY session_id", scope_params
             ).fetchall()

@@ -1,0 +1,241 @@
+"""The asyncio API: an async provider (``asearch``) and async reads (``aread_event``, …) over the
+same cores as the synchronous ones, never blocking the event loop.
+
+* :class:`AsyncSearchProvider` drives :class:`~sessionlog.query.provider.ProviderCore`'s search
+  flow (the same validation, cursors, live merge and errors) over an :class:`AsyncSearchEngine`:
+  :class:`AsyncOpenSearchEngine` on opensearch-py's ``AsyncOpenSearch`` client (the ``async``
+  extra: aiohttp), or :class:`ThreadedEngine` running the embedded SQLite engine on a worker thread.
+* :class:`AsyncSessionReader` makes any reader's reads awaitable: each runs on a worker thread.
+
+Cancelling the awaiting task raises ``CancelledError`` as usual and stops the work behind it at
+its next check (the SQLite statement is interrupted); ``signal=`` gives ``ABORTED`` as in the
+synchronous API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, Unpack
+
+from sessionlog.indexer.settings import OpenSearchSettings
+from sessionlog.query.contract import SessionQueryRequest, SessionQueryResult
+from sessionlog.query.deadline import AbortSignal, Deadline, check_signal
+from sessionlog.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
+from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access
+from sessionlog.query.opensearch_provider import OpenSearchEngine
+from sessionlog.query.options import OpenSearchProviderOptions, ProviderOptions, SQLiteProviderOptions
+from sessionlog.query.provider import EngineStep, ProviderCore, advance
+from sessionlog.query.reader_base import ReaderBase
+from sessionlog.query.reads import (
+    EventRecordView,
+    EventTraceResult,
+    ReadEventResult,
+    SessionRecord,
+    SessionTrace,
+    SurfaceRead,
+)
+from sessionlog.query.scope import Scope
+from sessionlog.query.sqlite_provider import sqlite_engine
+
+if TYPE_CHECKING:
+    from opensearchpy import AsyncOpenSearch
+
+__all__ = [
+    "AsyncOpenSearchEngine",
+    "AsyncOpenSearchProvider",
+    "AsyncSQLiteProvider",
+    "AsyncSearchEngine",
+    "AsyncSearchProvider",
+    "AsyncSessionReader",
+    "ThreadedEngine",
+]
+
+_T = TypeVar("_T")
+
+
+class AsyncSearchEngine(Protocol):
+    """:class:`~sessionlog.query.engine.SearchEngine` with awaitable calls."""
+
+    log_topic: str | None
+
+    async def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage: ...
+
+    async def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ThreadedEngine:
+    """A synchronous engine's calls on worker threads (the embedded engine: SQLite blocks)."""
+
+    def __init__(self, engine: SearchEngine) -> None:
+        self.engine = engine
+        self.log_topic = engine.log_topic
+
+    async def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
+        return await asyncio.to_thread(self.engine.search, query, deadline)
+
+    async def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+        return await asyncio.to_thread(self.engine.rank, query, deadline)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.engine.close)
+
+
+class AsyncOpenSearchEngine:
+    """The OpenSearch engine on an ``AsyncOpenSearch`` client: the requests and the parsing of the
+    answers are :class:`~sessionlog.query.opensearch_provider.OpenSearchEngine`'s."""
+
+    log_topic: str | None = None
+
+    def __init__(self, scope: Scope, access: OpenSearchAccess, client: AsyncOpenSearch | None = None) -> None:
+        self.requests = OpenSearchEngine(scope, access)
+        self.access = access
+        self._client = client
+
+    @property
+    def client(self) -> AsyncOpenSearch:
+        if self._client is None:
+            from opensearchpy import AsyncOpenSearch
+
+            self._client = AsyncOpenSearch(**self.access.settings.client_kwargs())
+        return self._client
+
+    async def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
+        lines, existence = self.requests.search_request(query)
+        response = await self.access.acall(self.client, "msearch", deadline, body=lines)
+        return self.access.parse("the search", lambda: self.requests.parse_page(response, query, existence))
+
+    async def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+        response = await self.access.acall(
+            self.client, "search", deadline, **self.requests.rank_request(query)
+        )
+        return self.access.parse("the search", lambda: self.requests.parse_hits(response, query))
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+async def _cancellable(signal: AbortSignal, work: Awaitable[_T]) -> _T:
+    """Await ``work``; when the task is cancelled, abort ``signal`` so the work behind it stops."""
+    try:
+        return await work
+    except asyncio.CancelledError:
+        signal.abort("the awaiting task was cancelled")
+        raise
+
+
+class AsyncSearchProvider(ProviderCore):
+    """The asyncio provider: :class:`~sessionlog.query.provider.ProviderCore`'s flow over an
+    :class:`AsyncSearchEngine`. Same options, results and errors as the synchronous providers."""
+
+    def __init__(self, scope: Scope, engine: AsyncSearchEngine, **options: Unpack[ProviderOptions]) -> None:
+        super().__init__(scope, engine, **options)
+        self.engine = engine
+
+    async def asearch(
+        self, request: SessionQueryRequest, *, signal: AbortSignal | None = None
+    ) -> SessionQueryResult:
+        """Run one search without blocking the loop; raises :class:`SessionQueryError` only (and
+        ``CancelledError`` when the task is cancelled)."""
+        own = AbortSignal(parent=check_signal(signal))
+        flow = self._flow(request, own)
+        outcome = advance(flow, None)
+        while isinstance(outcome, EngineStep):
+            outcome = advance(flow, await _cancellable(own, outcome.acall(self.engine)))
+        return outcome
+
+    async def aclose(self) -> None:
+        """Refuse further searches and release the engine. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            await self.engine.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class AsyncSQLiteProvider(AsyncSearchProvider):
+    """:class:`~sessionlog.query.sqlite_provider.SQLiteProvider`, awaitable (the engine runs on
+    worker threads)."""
+
+    def __init__(
+        self, scope: Scope, path: str | os.PathLike[str], **options: Unpack[SQLiteProviderOptions]
+    ) -> None:
+        engine, rest = sqlite_engine(scope, path, options)
+        super().__init__(scope, ThreadedEngine(engine), **rest)
+
+
+class AsyncOpenSearchProvider(AsyncSearchProvider):
+    """:class:`~sessionlog.query.opensearch_provider.OpenSearchProvider` on ``AsyncOpenSearch``
+    (``async_client``: a ready client; by default one is made from the settings on first use)."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        settings: OpenSearchSettings | None = None,
+        *,
+        async_client: AsyncOpenSearch | None = None,
+        **options: Unpack[OpenSearchProviderOptions],
+    ) -> None:
+        access, rest = opensearch_access("SESSION_QUERY_INDEX_FAILED", settings, options)
+        super().__init__(scope, AsyncOpenSearchEngine(scope, access, async_client), **rest)
+
+
+class AsyncSessionReader:
+    """Any reader's reads, awaitable: each runs on a worker thread, never on the loop; a cancelled
+    task aborts the read behind it. Closing closes the wrapped reader."""
+
+    def __init__(self, reader: ReaderBase) -> None:
+        self.reader = reader
+
+    async def _run(self, read: Callable[..., _T], *args: Any, signal: AbortSignal | None) -> _T:
+        own = AbortSignal(parent=check_signal(signal))
+        return await _cancellable(own, asyncio.to_thread(read, *args, signal=own))
+
+    async def alist_sessions(
+        self, filters: Sequence[Any] | None = None, *, signal: AbortSignal | None = None
+    ) -> tuple[SessionRecord, ...]:
+        return await self._run(self.reader.list_sessions, filters, signal=signal)
+
+    async def alist_events(
+        self, session_id: str, *, signal: AbortSignal | None = None
+    ) -> tuple[EventRecordView, ...]:
+        return await self._run(self.reader.list_events, session_id, signal=signal)
+
+    async def afilter_events(
+        self, session_id: str, filters: Sequence[Any], *, signal: AbortSignal | None = None
+    ) -> tuple[EventRecordView, ...]:
+        return await self._run(self.reader.filter_events, session_id, filters, signal=signal)
+
+    async def aread_surface(self, session_id: str, *, signal: AbortSignal | None = None) -> SurfaceRead:
+        return await self._run(self.reader.read_surface, session_id, signal=signal)
+
+    async def aread_event(
+        self, session_id: str, seq: int, before: int = 0, after: int = 0, *, signal: AbortSignal | None = None
+    ) -> ReadEventResult:
+        return await self._run(self.reader.read_event, session_id, seq, before, after, signal=signal)
+
+    async def atrace_session(self, session_id: str, *, signal: AbortSignal | None = None) -> SessionTrace:
+        return await self._run(self.reader.trace_session, session_id, signal=signal)
+
+    async def atrace_event(
+        self, session_id: str, seq: int, *, signal: AbortSignal | None = None
+    ) -> EventTraceResult:
+        return await self._run(self.reader.trace_event, session_id, seq, signal=signal)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.reader.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,110 @@
+"""The search-engine port: what the provider core (:mod:`sessionlog.query.provider`) needs of a
+backend, and nothing more. One implementation per backend:
+:class:`~sessionlog.query.opensearch_provider.OpenSearchEngine` and
+:class:`~sessionlog.query.sqlite_provider.SQLiteEngine`.
+
+An engine runs a validated :class:`EngineQuery` (the plan, the scope narrowing, the page size and
+the entries earlier pages returned) and answers with engine-neutral :class:`EngineHit`\\ s carrying
+the entry's text; the core makes excerpts, merges live entries and signs cursors. Every method
+raises :class:`~sessionlog.query.errors.SessionQueryError` only (driver errors are translated in
+the engine) and honours the :class:`~sessionlog.query.deadline.Deadline` it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from sessionlog.query.builder import QueryPlan
+from sessionlog.query.deadline import Deadline
+
+__all__ = ["Corpus", "EngineHit", "EnginePage", "EngineQuery", "SearchEngine", "generation_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineQuery:
+    """One page of one search.
+
+    ``session_id`` narrows the scope to one session; ``single`` says the search covers one session
+    (browse order is then seq descending); ``size`` hits are wanted (the core asks one more than the
+    limit to know whether there is a next page); ``exclude`` lists the entry ids earlier pages
+    returned; ``partial`` asks for closest matches (any word) instead of every word;
+    ``live_topic`` asks for the searchability watermark of that log.
+    """
+
+    plan: QueryPlan
+    session_id: str | None
+    single: bool
+    size: int
+    exclude: tuple[str, ...] = ()
+    partial: bool = False
+    live_topic: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineHit:
+    """One entry of a page, with its full text (or a tool call's arguments) for the excerpt and
+    the spellings the engine matched (``hints``: highlights, typo candidates)."""
+
+    session_id: str
+    entry_id: str
+    seq: int
+    kind: str
+    text: str
+    turn: int | None = None
+    role: str | None = None
+    created_at: datetime | None = None
+    score: float = 0.0
+    hints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """What the scope holds at the time of the page: ``searched`` in-scope entries of the requested
+    kinds with text; ``total`` in-scope entries and ``max_offset`` the highest log offset among
+    them (together the cursor generation); ``exists`` whether the narrowing session exists;
+    ``watermarks`` the log position the projection shows per partition (for the live merge)."""
+
+    searched: int
+    total: int
+    max_offset: int
+    exists: bool
+    watermarks: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def generation(self) -> int:
+        return generation_of(self.total, self.max_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePage:
+    corpus: Corpus
+    hits: list[EngineHit]
+
+
+def generation_of(total: int, max_offset: int) -> int:
+    """The scope's corpus generation: changes when an entry is added or removed, or re-indexed
+    from a later log position."""
+    return total * 1_000_003 + max_offset
+
+
+class SearchEngine(Protocol):
+    """A backend's search: one consistent read of the corpus statistics and the first page, and
+    further rankings (the closest-matches fallback)."""
+
+    #: The name of the log whose positions :attr:`Corpus.watermarks` are (``None``: any topic, as
+    #: the OpenSearch watermark index records one per Kafka topic).
+    log_topic: str | None
+
+    def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
+        """The corpus statistics and the page of ``query``, from one consistent view."""
+        ...
+
+    def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+        """The page of ``query`` alone."""
+        ...
+
+    def close(self) -> None:
+        """Release the engine's resources. Idempotent."""
+        ...

@@ -1,0 +1,81 @@
+"""The keyword options every provider and reader shares, declared once (``**options`` of the
+per-backend constructors), and the OpenSearch location options both OpenSearch adapters take."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from opensearchpy import OpenSearch
+
+    from sessionlog.query.sqlite_access import Connector
+
+__all__ = [
+    "OpenSearchProviderOptions",
+    "OpenSearchReaderOptions",
+    "OpenSearchTarget",
+    "ProviderOptions",
+    "ReaderOptions",
+    "SQLiteProviderOptions",
+    "SQLiteReaderOptions",
+    "SQLiteTarget",
+]
+
+
+class ProviderOptions(TypedDict, total=False):
+    """:class:`~sessionlog.query.provider.SearchProvider`'s settings (see its docstring)."""
+
+    default_limit: int
+    max_limit: int
+    request_timeout_s: float
+    cursor_key: bytes | None
+    live: object | None
+    search_enabled: bool
+
+
+class ReaderOptions(TypedDict, total=False):
+    """:class:`~sessionlog.query.reader_base.ReaderBase`'s settings (see its docstring)."""
+
+    read_window_max: int
+    live: object | None
+    persistence: bool
+    request_timeout_s: float
+    persisted_inspect_concurrency: int
+
+
+class OpenSearchTarget(TypedDict, total=False):
+    """Where the projection is, beyond the settings: ``hosts`` (comma-separated URLs) and
+    ``index_prefix`` override the settings'; ``client`` is a ready client to use."""
+
+    hosts: str | None
+    index_prefix: str | None
+    client: OpenSearch | None
+
+
+class OpenSearchProviderOptions(ProviderOptions, OpenSearchTarget, total=False):
+    pass
+
+
+class OpenSearchReaderOptions(ReaderOptions, OpenSearchTarget, total=False):
+    pass
+
+
+class SQLiteTarget(TypedDict, total=False):
+    """How the embedded database is used, beyond its path: ``catch_up`` runs before each search or
+    read (bounded by its time, see :mod:`sessionlog.query.sqlite_access`; closed with the provider
+    or reader if it has ``close``); ``connector`` opens the file (tests inject failing drivers)."""
+
+    catch_up: Callable[[], object] | None
+    connector: Connector
+
+
+class SQLiteProviderOptions(ProviderOptions, SQLiteTarget, total=False):
+    """``max_expansions``: typo candidates kept per query word (default 64)."""
+
+    max_expansions: int
+
+
+class SQLiteReaderOptions(ReaderOptions, SQLiteTarget, total=False):
+    pass
