@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
+
+from sessionlog.cli.output import EXIT_USAGE, err_console, fail
+from sessionlog.textsafe import safe_text
 
 __all__ = ["console", "register"]
-
-err_console = Console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -38,10 +38,7 @@ def console(
         from sessionlog.console.settings import ConsoleSettings, Grants, is_loopback
         from sessionlog.console.source import ConsoleSource
     except ImportError as err:
-        err_console.print(
-            f"[red]error:[/red] the console needs its extra: pip install 'sessionlog[console]' ({err})"
-        )
-        raise typer.Exit(2) from None
+        fail(f"the console needs its extra: pip install 'sessionlog[console]' ({err})", EXIT_USAGE)
     from sessionlog.backend import current_backend
     from sessionlog.query import SessionQueryError
 
@@ -49,27 +46,22 @@ def console(
         settings = ConsoleSettings()
         backend = current_backend()
     except SessionQueryError as err:
-        err_console.print(f"[red]error:[/red] {escape(err.message)}")
-        raise typer.Exit(2) from None
+        fail(err.message, EXIT_USAGE, code=err.code)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        err_console.print(
-            f"[red]error:[/red] invalid setting {escape(err.title)} {escape(where)}: {escape(first['msg'])}"
-        )
-        raise typer.Exit(2) from None
+        fail(f"invalid setting {err.title} {where}: {first['msg']}", EXIT_USAGE)
     grants = Grants(settings.grants())
     loopback = is_loopback(host)
     if not loopback and not grants.required:
         needs = "SESSIONLOG_CONSOLE_TOKEN (or SESSIONLOG_CONSOLE_TOKENS)"
-        err_console.print(f"[red]error:[/red] binding to {escape(host)} needs {needs}")
-        raise typer.Exit(2)
+        fail(f"binding to {host} needs {needs}", EXIT_USAGE)
     app = create_app(ConsoleSource(backend), grants, writes=allow_writes, loopback=loopback)
     shown = f"[{host}]" if ":" in host else host
     mode = "writes allowed" if allow_writes else "read-only"
     auth = "token required" if grants.required else "no token (loopback)"
-    where = f"http://{escape(shown)}:{port}"
+    where = f"http://{shown}:{port}"
     err_console.print(
-        f"sessionlog console on {where} · {escape(backend.describe())} · {mode} · {auth}", highlight=False
+        Text(safe_text(f"sessionlog console on {where} · {backend.describe()} · {mode} · {auth}"))
     )
     uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, proxy_headers=False)

@@ -11,18 +11,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, BinaryIO, NoReturn
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
+
+from sessionlog.cli.output import EXIT_FAILED, EXIT_USAGE, err_console, errors, fail
+from sessionlog.textsafe import safe_text
 
 if TYPE_CHECKING:
     from sessionlog.ingest.records import LogRecord
 
 __all__ = ["export", "register"]
-
-err_console = Console(stderr=True, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -41,13 +41,12 @@ def export(
 ) -> None:
     """Print the original records of SESSION (or of a workspace) as JSONL, in log order."""
     from sessionlog.backend import current_backend
-    from sessionlog.ingest.errors import IngestError
     from sessionlog.ingest.export import LogExport, export_kafka, export_sqlite
 
     if session is None and workspace is None:
-        _fail("give a SESSION or --workspace W", 2)
+        fail("give a SESSION or --workspace W", EXIT_USAGE)
     job = LogExport(session_id=session, workspace_id=workspace)
-    try:
+    with errors():
         backend = current_backend()
         if backend.name == "embedded":
             records = export_sqlite(backend.sqlite_path, job)
@@ -59,15 +58,11 @@ def export(
         else:
             with output.open("wb") as sink:
                 _write(records, sink)
-    except IngestError as err:
-        _fail(str(err), 1)
-    except OSError as err:
-        _fail(f"{err.strerror or err}: {err.filename}" if err.filename else str(err), 1)
     what = f"session {session}" if session is not None else f"workspace {workspace}"
     note = f" ({job.skipped} values that are not wire records skipped)" if job.skipped else ""
-    err_console.print(escape(f"exported {job.exported} records of {what}{note}"), highlight=False)
+    err_console.print(Text(safe_text(f"exported {job.exported} records of {what}{note}")))
     if job.exported == 0:
-        _fail(f"no records of {what} in the log", 1)
+        fail(f"no records of {what} in the log", EXIT_FAILED)
 
 
 def _write(records: Iterable[LogRecord], sink: BinaryIO) -> None:
@@ -79,8 +74,3 @@ def _write(records: Iterable[LogRecord], sink: BinaryIO) -> None:
             value = orjson.dumps(orjson.loads(value))
         sink.write(value + b"\n")
     sink.flush()
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
-    raise typer.Exit(code)
