@@ -23,17 +23,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, Final
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from sessionlog.cli.output import EXIT_FAILED, EXIT_USAGE, err_console, errors, fail, print_json, say
+from sessionlog.cli.meter import Meter
+from sessionlog.cli.output import EXIT_FAILED, EXIT_USAGE, errors, fail, print_json, say
 
 if TYPE_CHECKING:
     from sessionlog.ingest.wire import EventRecord, HeaderRecord
@@ -47,7 +39,6 @@ BATCH_BYTES: Final = 8 * 1024 * 1024
 #: Rejection reasons printed before the ``… N more`` line.
 MAX_REASONS_SHOWN: Final = 100
 _CHUNK: Final = 1024 * 1024
-_PLAIN_EVERY_S: Final = 5.0
 
 
 @dataclass
@@ -86,39 +77,6 @@ def iter_lines(stream: IO[bytes], cap: int) -> Iterator[tuple[int, bytes | None,
             continue
         if line.strip():
             yield number, line, len(line)
-
-
-class _Meter:
-    """Progress on stderr: a Rich bar on a terminal, a plain throttled counter otherwise."""
-
-    def __init__(self, stack: ExitStack, total_bytes: int | None) -> None:
-        self.started = time.monotonic()
-        self.interactive = err_console.is_terminal
-        self._last_plain = self.started
-        self._progress: Progress | None = None
-        if self.interactive:
-            columns: list[Any] = [
-                TextColumn("appending"),
-                BarColumn(),
-                TextColumn("{task.fields[records]} records"),
-                TextColumn("{task.fields[rate]} rec/s"),
-            ]
-            if total_bytes:
-                columns[2:2] = [TaskProgressColumn(), DownloadColumn()]
-                columns.append(TimeRemainingColumn())
-            else:
-                columns.append(TimeElapsedColumn())
-            self._progress = stack.enter_context(Progress(*columns, console=err_console, transient=True))
-            self._task = self._progress.add_task("append", total=total_bytes or None, records=0, rate=0)
-
-    def update(self, done_bytes: int, records: int) -> None:
-        now = time.monotonic()
-        rate = int(records / max(now - self.started, 1e-6))
-        if self._progress is not None:
-            self._progress.update(self._task, completed=done_bytes, records=records, rate=rate)
-        elif now - self._last_plain >= _PLAIN_EVERY_S:
-            self._last_plain = now
-            err_console.print(f"appended {records} records ({rate} rec/s)")
 
 
 def _append_batch(
@@ -170,7 +128,7 @@ def append(
             if source != "-":
                 stack.enter_context(stream)
             log: Any = stack.enter_context(open_log())
-            meter = _Meter(stack, size)
+            meter = Meter(stack, "appending", size)
             batch: list[tuple[int, HeaderRecord | EventRecord]] = []
             batch_bytes = done_bytes = 0
             try:
@@ -189,10 +147,10 @@ def append(
                     if len(batch) >= BATCH_RECORDS or batch_bytes >= BATCH_BYTES:
                         _append_batch(log, batch, summary)
                         batch, batch_bytes = [], 0
-                        meter.update(done_bytes, summary.appended)
+                        meter.update(summary.appended, done_bytes=done_bytes)
                 if batch:
                     _append_batch(log, batch, summary)
-                meter.update(done_bytes, summary.appended)
+                meter.update(summary.appended, done_bytes=done_bytes)
                 log.flush(timeout=60)
             except IngestError:
                 # The log failed (not a bad record): say how far it got before the one-line error.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Annotated
 
 import orjson
@@ -17,6 +18,8 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
+
+from sessionlog.cli.meter import Meter
 
 if TYPE_CHECKING:
     from sessionlog.backend import Backend
@@ -63,8 +66,15 @@ def index(
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         started = time.monotonic()
-        with _backend(need_file=False).open_indexer(metrics_port=metrics_port) as runner:
-            stats = runner.run(until_idle=until_idle, stop=stop)
+        with ExitStack() as stack:
+            runner = stack.enter_context(_backend(need_file=False).open_indexer(metrics_port=metrics_port))
+            meter = Meter(stack, "indexing")
+
+            def on_batch(progress: RunStats) -> None:
+                lag = runner.last_lag
+                meter.update(progress.consumed, note="" if lag is None else f"lag {lag}")
+
+            stats = runner.run(until_idle=until_idle, stop=stop, on_batch=on_batch)
         took = time.monotonic() - started
         console.print(
             f"consumed {stats.consumed}, indexed {stats.indexed}, replays {stats.replays}, "

@@ -87,6 +87,8 @@ class Runner:
         self._ready = False
         self._worked = False  # a step has completed: the source and the view were reached
         self._last_lag = 0.0
+        #: Records not yet committed, summed over the assigned partitions, as last read (every 5 s).
+        self.last_lag: int | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -279,6 +281,7 @@ class Runner:
             log.warning("cannot read the lag: %s", err)
             return
         self.metrics.ready = bool(lag)
+        self.last_lag = sum(lag.values())
         for partition, behind in lag.items():
             self.metrics.lag.labels(partition=str(partition)).set(behind)
 
