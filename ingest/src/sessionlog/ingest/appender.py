@@ -30,7 +30,7 @@ from kafka import KafkaProducer
 
 from sessionlog.ingest.errors import IngestError, LogUnavailable, RecordRejected, SessionBusy
 from sessionlog.ingest.intake import Intake
-from sessionlog.ingest.live import LiveEntry
+from sessionlog.ingest.live import LiveTail
 from sessionlog.ingest.producer import AppenderStats, OutgoingEntry, producer_config
 from sessionlog.ingest.records import AppendHandle, Position
 from sessionlog.ingest.session import LastSeqLookup, SessionWriter
@@ -63,7 +63,7 @@ def _default_producer(config: dict[str, Any]) -> Any:
     return KafkaProducer(**config)
 
 
-class Appender(Intake):
+class Appender(LiveTail, Intake):
     """Thread-safe appender of session headers and events to the Kafka topic.
 
     ``append`` validates on the caller's thread (a :class:`RecordRejected` names the field) and
@@ -210,9 +210,7 @@ class Appender(Intake):
         if isinstance(record, EventRecord):
             self.live.add(record)
         else:
-            self._live_headers[record.session_id] = record
-            if len(self._live_headers) > _LAST_SEQS_MAX:
-                self._live_headers.pop(next(iter(self._live_headers)), None)
+            self._remember_header(record)
 
     def _note_seq(self, item: OutgoingEntry) -> None:
         seq, session_id = item.seq, item.session_id
@@ -259,32 +257,6 @@ class Appender(Intake):
 
     def _release_writer(self, writer: SessionWriter) -> None:
         self._writer_registry.release(writer)
-
-    # -- live view ------------------------------------------------------------------------------
-    def live_sessions(self) -> list[str]:
-        """Sessions with entries this process appended that a watermark has not released yet."""
-        return self.live.live_sessions()
-
-    def live_headers(self) -> list[HeaderRecord]:
-        """Headers this appender wrote for sessions that still have live (unindexed) events."""
-        live = set(self.live.live_sessions())
-        return [h for sid, h in list(self._live_headers.items()) if sid in live]
-
-    def live_events(self, session_id: str) -> list[EventRecord]:
-        """Those entries of ``session_id`` in seq order (see :class:`LiveLog`)."""
-        return self.live.live_events(session_id)
-
-    def live_entries(self, session_id: str) -> list[LiveEntry]:
-        """Like :meth:`live_events`, each with its position once the broker acknowledged it."""
-        return self.live.live_entries(session_id)
-
-    def release_through(self, partition: int, offset: int) -> int:
-        """The searchability watermark of ``partition`` reached ``offset``: drop what it covers."""
-        return self.live.release_through(partition, offset)
-
-    def release_session_through(self, session_id: str, seq: int) -> int:
-        """The index shows ``session_id`` up to ``seq``: drop those live entries."""
-        return self.live.release_session_through(session_id, seq)
 
     # -- flushing and closing -------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:

@@ -15,9 +15,12 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sessionlog.ingest.wire import EventRecord
+from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
-__all__ = ["LiveEntry", "LiveLog"]
+__all__ = ["LiveEntry", "LiveLog", "LiveTail"]
+
+#: How many sessions' headers a log remembers for its live view (the oldest are forgotten first).
+LIVE_HEADERS_MAX = 100_000
 
 
 @dataclass(slots=True)
@@ -198,3 +201,42 @@ class LiveLog:
             self._truncated.clear()
             self._indexed = 0
             self._total = 0
+
+
+class LiveTail:
+    """The live-view half of an :class:`~sessionlog.ingest.entry_log.EntryLog`, shared by both logs:
+    what this process appended that the search view does not show yet. A log sets ``live`` and
+    ``_live_headers`` in its constructor and calls :meth:`_remember_header` for each header."""
+
+    live: LiveLog
+    _live_headers: dict[str, HeaderRecord]
+
+    def _remember_header(self, header: HeaderRecord) -> None:
+        self._live_headers[header.session_id] = header
+        if len(self._live_headers) > LIVE_HEADERS_MAX:
+            self._live_headers.pop(next(iter(self._live_headers)), None)
+
+    def live_sessions(self) -> list[str]:
+        """Sessions with entries this process appended that a watermark has not released yet."""
+        return self.live.live_sessions()
+
+    def live_headers(self) -> list[HeaderRecord]:
+        """Headers this log wrote for sessions that still have live (unindexed) events."""
+        live = set(self.live.live_sessions())
+        return [h for sid, h in list(self._live_headers.items()) if sid in live]
+
+    def live_events(self, session_id: str) -> list[EventRecord]:
+        """Those entries of ``session_id`` in seq order (see :class:`LiveLog`)."""
+        return self.live.live_events(session_id)
+
+    def live_entries(self, session_id: str) -> list[LiveEntry]:
+        """Like :meth:`live_events`, each with its position once the log acknowledged it."""
+        return self.live.live_entries(session_id)
+
+    def release_through(self, partition: int, offset: int) -> int:
+        """The searchability watermark of ``partition`` reached ``offset``: drop what it covers."""
+        return self.live.release_through(partition, offset)
+
+    def release_session_through(self, session_id: str, seq: int) -> int:
+        """The index shows ``session_id`` up to ``seq``: drop those live entries."""
+        return self.live.release_session_through(session_id, seq)

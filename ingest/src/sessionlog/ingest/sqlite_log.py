@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 from sessionlog.ingest.errors import AppenderClosed, IngestError, RecordRejected, SessionBusy
-from sessionlog.ingest.live import LiveEntry, LiveLog
+from sessionlog.ingest.live import LiveLog, LiveTail
 from sessionlog.ingest.records import AppendHandle, LogRecord, Position
 from sessionlog.ingest.session import LastSeqLookup, SessionWriter, WriterRegistry
 from sessionlog.ingest.sqlite_file import (
@@ -149,7 +149,7 @@ def _blob(value: Any) -> bytes | None:
     return bytes(value)
 
 
-class SQLiteEntryLog:
+class SQLiteEntryLog(LiveTail):
     """Thread-safe, multi-process-safe :class:`~sessionlog.ingest.entry_log.EntryLog` on the
     ``log`` table of one SQLite file.
 
@@ -177,7 +177,7 @@ class SQLiteEntryLog:
         self._pid = os.getpid()
         self._closed = False
         self._writer_registry = WriterRegistry()
-        self._live = LiveLog(live_max_per_session, live_max_total)
+        self.live = LiveLog(live_max_per_session, live_max_total)
         self._live_headers: dict[str, HeaderRecord] = {}
         self._last_seqs: dict[str, int] = {}
 
@@ -191,10 +191,6 @@ class SQLiteEntryLog:
         return LOG_TOPIC
 
     @property
-    def live(self) -> LiveLog:
-        return self._live
-
-    @property
     def _generation(self) -> int:
         # Writers opened by a parent process stop working in a forked child.
         return os.getpid()
@@ -205,7 +201,7 @@ class SQLiteEntryLog:
             raise AppenderClosed("append after close()")
         if self._conn is not None and self._pid != os.getpid():
             self._conn = None  # the parent's connection must not be used (nor closed) after a fork
-            self._live.clear()
+            self.live.clear()
             self._live_headers.clear()
             self._last_seqs.clear()
         if self._conn is None:
@@ -286,12 +282,10 @@ class SQLiteEntryLog:
         """Keep a committed record in the live view until the indexer's position passes it."""
         sid = record.session_id
         if isinstance(record, HeaderRecord):
-            self._live_headers[sid] = record
-            if len(self._live_headers) > _LAST_SEQS_MAX:
-                self._live_headers.pop(next(iter(self._live_headers)), None)
+            self._remember_header(record)
             return
-        self._live.add(record)
-        self._live.acknowledged(sid, record.seq, 0, offset)
+        self.live.add(record)
+        self.live.acknowledged(sid, record.seq, 0, offset)
         if record.seq > self._last_seqs.get(sid, -1):
             self._last_seqs[sid] = record.seq
             if len(self._last_seqs) > _LAST_SEQS_MAX:
@@ -369,26 +363,6 @@ class SQLiteEntryLog:
 
     def _release_writer(self, writer: SessionWriter) -> None:
         self._writer_registry.release(writer)
-
-    # -- live view ------------------------------------------------------------------------------
-    def live_sessions(self) -> list[str]:
-        return self._live.live_sessions()
-
-    def live_headers(self) -> list[HeaderRecord]:
-        live = set(self._live.live_sessions())
-        return [h for sid, h in list(self._live_headers.items()) if sid in live]
-
-    def live_events(self, session_id: str) -> list[EventRecord]:
-        return self._live.live_events(session_id)
-
-    def live_entries(self, session_id: str) -> list[LiveEntry]:
-        return self._live.live_entries(session_id)
-
-    def release_through(self, partition: int, offset: int) -> int:
-        return self._live.release_through(partition, offset)
-
-    def release_session_through(self, session_id: str, seq: int) -> int:
-        return self._live.release_session_through(session_id, seq)
 
     # -- reading (tools and tests; the indexer reads inside its own transaction) -----------------
     def end_offset(self) -> int:
