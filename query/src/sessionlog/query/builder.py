@@ -175,7 +175,9 @@ def _occurrences(word: str) -> list[dict[str, Any]]:
     out = []
     for times in range(2, MAX_COUNTED + 1):
         for field in _FIELDS:
-            rule = {"all_of": {"ordered": True, "intervals": [{"match": {"query": word}}] * times}}
+            # ``mode`` (OpenSearch 2.x) replaces the deprecated ``ordered`` flag, whose warning header
+            # opensearch-py turns into a Python warning on the first query after a node starts.
+            rule = {"all_of": {"mode": "ordered", "intervals": [{"match": {"query": word}}] * times}}
             out.append(_const({"intervals": {field: rule}}, OCCURRENCE))
     return out
 
