@@ -33,7 +33,7 @@ from sessionlog.ingest.intake import Intake
 from sessionlog.ingest.live import LiveTail
 from sessionlog.ingest.producer import AppenderStats, OutgoingEntry, producer_config
 from sessionlog.ingest.records import AppendHandle, Position
-from sessionlog.ingest.session import LastSeqLookup, SessionWriter
+from sessionlog.ingest.session import LastSeqLookup, SessionWriter, resume_seq
 from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
 from sessionlog.ingest.wire import (
     MAX_RECORD_BYTES,
@@ -232,28 +232,11 @@ class Appender(LiveTail, Intake):
         return self._writer_registry.open(self, workspace_id, session_id, next_seq, self._resume_seq)
 
     def _resume_seq(self, workspace_id: str, session_id: str) -> int:
-        known: list[int] = []
-        mine = self._last_seqs.get(session_id)
-        if mine is not None:
-            known.append(mine)
         with self._lock:
             self._open_spool_locked()
             spool = self._spool
-        if spool is not None:
-            spooled = spool.last_seq(session_id)
-            if spooled is not None:
-                known.append(spooled)
-        if self._lookup is not None:
-            try:
-                looked_up = self._lookup(workspace_id, session_id)
-            except Exception as err:
-                raise LogUnavailable(
-                    f"last_seq_lookup failed for session {session_id}: {err} "
-                    "(pass next_seq= to resume by hand)"
-                ) from err
-            if looked_up is not None:
-                known.append(int(looked_up))
-        return max(known) + 1 if known else 0
+        spooled = spool.last_seq(session_id) if spool is not None else None
+        return resume_seq([self._last_seqs.get(session_id), spooled], self._lookup, workspace_id, session_id)
 
     def _release_writer(self, writer: SessionWriter) -> None:
         self._writer_registry.release(writer)

@@ -10,16 +10,41 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
-from sessionlog.ingest.errors import AppenderClosed, RecordRejected, SequenceError, SessionBusy
+from sessionlog.ingest.errors import (
+    AppenderClosed,
+    LogUnavailable,
+    RecordRejected,
+    SequenceError,
+    SessionBusy,
+)
 from sessionlog.ingest.wire import WIRE_VERSION, EventRecord, HeaderRecord, parse_record
 
 if TYPE_CHECKING:
     from sessionlog.ingest.records import AppendHandle
 
-__all__ = ["LastSeqLookup", "SessionWriter", "WriterHost", "WriterRegistry"]
+__all__ = ["LastSeqLookup", "SessionWriter", "WriterHost", "WriterRegistry", "resume_seq"]
 
 #: ``(workspace_id, session_id) -> last seq written, or None when the session is unknown``.
 LastSeqLookup = Callable[[str, str], "int | None"]
+
+
+def resume_seq(
+    known: list[int | None], lookup: LastSeqLookup | None, workspace_id: str, session_id: str
+) -> int:
+    """The seq a new writer of ``session_id`` starts at: one past the highest of what the log knows
+    (``known``: this process, its spool or table) and what ``lookup`` says; 0 when nobody knows it."""
+    seqs = [seq for seq in known if seq is not None]
+    if lookup is not None:
+        try:
+            looked_up = lookup(workspace_id, session_id)
+        except Exception as err:
+            raise LogUnavailable(
+                f"last_seq_lookup failed for session {session_id}: {err} (pass next_seq= to resume by hand)"
+            ) from err
+        if looked_up is not None:
+            seqs.append(int(looked_up))
+    return max(seqs) + 1 if seqs else 0
+
 
 _ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 

@@ -29,10 +29,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from sessionlog.ingest.errors import AppenderClosed, IngestError, RecordRejected, SessionBusy
+from sessionlog.ingest.errors import AppenderClosed, RecordRejected, SessionBusy
 from sessionlog.ingest.live import LiveLog, LiveTail
 from sessionlog.ingest.records import AppendHandle, LogRecord, Position
-from sessionlog.ingest.session import LastSeqLookup, SessionWriter, WriterRegistry
+from sessionlog.ingest.session import LastSeqLookup, SessionWriter, WriterRegistry, resume_seq
 from sessionlog.ingest.sqlite_file import (
     DEFAULT_BUSY_TIMEOUT_S,
     Synchronous,
@@ -332,10 +332,6 @@ class SQLiteEntryLog(LiveTail):
         return self._writer_registry.open(self, workspace_id, session_id, next_seq, self._resume_seq)
 
     def _resume_seq(self, workspace_id: str, session_id: str) -> int:
-        known: list[int] = []
-        mine = self._last_seqs.get(session_id)
-        if mine is not None:
-            known.append(mine)
         with self._lock:
             conn = self._connection()
             try:
@@ -347,19 +343,8 @@ class SQLiteEntryLog(LiveTail):
                 ).fetchone()
             except sqlite3.Error as err:
                 raise translate_sqlite_error(err, f"cannot read {self.path}") from err
-        if row is not None and isinstance(row[0], int):
-            known.append(row[0])
-        if self._lookup is not None:
-            try:
-                looked_up = self._lookup(workspace_id, session_id)
-            except Exception as err:
-                raise IngestError(
-                    f"last_seq_lookup failed for session {session_id}: {err} "
-                    "(pass next_seq= to resume by hand)"
-                ) from err
-            if looked_up is not None:
-                known.append(int(looked_up))
-        return max(known) + 1 if known else 0
+        stored = row[0] if row is not None and isinstance(row[0], int) else None
+        return resume_seq([self._last_seqs.get(session_id), stored], self._lookup, workspace_id, session_id)
 
     def _release_writer(self, writer: SessionWriter) -> None:
         self._writer_registry.release(writer)
