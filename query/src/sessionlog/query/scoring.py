@@ -58,6 +58,7 @@ __all__ = [
     "score_text",
     "typo_budget",
     "typo_match",
+    "typo_reading",
 ]
 
 TIER_EXACT = 8.0
@@ -252,3 +253,23 @@ def score_text(
     if weight >= 1.0:
         total += FIELD_BONUS
     return total
+
+
+def typo_reading(text: str, raw_words: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:
+    """Which *reading* of the query ``text`` matches: per query word, the closest term of ``text``
+    (fewest edits, then alphabetical) when the word's best tier there is a typo tier, else ``""``.
+    ``planqs`` read as ``planes`` and read as ``plans`` are two readings; an entry matched without
+    a typo has the reading of empty strings."""
+    seen = _Text.of(text)
+    last = len(words) - 1
+    out: list[str] = []
+    for index, (raw, word) in enumerate(zip(raw_words, words, strict=True)):
+        term = ""
+        if not is_compound(word) and not is_cjk(word):
+            tier = _plain_tier(raw, word, seen, index == last)
+            if tier in (TIER_FUZZY, TIER_FUZZY2):
+                budget = fuzzy_budget(word)
+                close = [(d, t) for t in seen.folded_set if (d := typo_match(word, t, budget)) is not None]
+                term = min(close)[1] if close else ""
+        out.append(term)
+    return tuple(out)

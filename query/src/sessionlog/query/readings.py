@@ -1,0 +1,70 @@
+"""Every reading of a typo before a second entry of any one. Pure.
+
+A typo is often one edit from several words: ``planqs`` from ``planes``, ``plans`` and
+``planks``; ``meetp`` from ``meetup`` and ``meet``. Each such word is a *reading* of the query
+(:func:`~sessionlog.query.scoring.typo_reading`). D2 orders a tier by occurrences, field and
+recency, so a common reading would fill the page and hide the others. Inside a tier, entries are
+therefore ordered by their rank among the entries of the same reading first, then by D2's order:
+the first page shows the best entry (in D2's order) of every reading before the second of any.
+Tiers are never crossed, and entries matched without a typo count as one reading (their order is
+exactly D2's).
+
+Both backends apply this the same way, in the provider core, to the engine's hits in D2's order:
+when a page could end inside a tier that may hold typo matches, the engine is asked for the first
+:data:`WINDOW` entries (not returned by earlier pages) and the page is taken from their reordering.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+from sessionlog.query.builder import QueryPlan
+from sessionlog.query.engine import EngineHit
+from sessionlog.query.scoring import TIER_EXACT, TIER_FUZZY, fuzzy_budget, typo_reading
+
+__all__ = ["WINDOW", "diversify", "tier_of", "window_needed"]
+
+#: Entries (in D2's order) whose readings a page is drawn from.
+WINDOW: Final = 300
+# The occurrence and field bonuses stay below 0.33, tiers are multiples of 0.5; OpenSearch scores
+# are float32 sums.
+_SLACK: Final = 1e-4
+
+
+def tier_of(score: float) -> float:
+    """The tier sum of a score (the score without D2's occurrence and field bonuses)."""
+    return math.floor(score * 2 + _SLACK) / 2
+
+
+def _typo_ceiling(plan: QueryPlan) -> float:
+    """The highest tier sum an entry with a typo match can have (-1: the query has no typo tier)."""
+    if not any(fuzzy_budget(word) for word in plan.words):
+        return -1.0
+    return (len(plan.words) - 1) * TIER_EXACT + TIER_FUZZY
+
+
+def window_needed(plan: QueryPlan, hits: Sequence[EngineHit], size: int) -> bool:
+    """Whether the page (``hits``, ``size`` asked) ends in a tier that may hold typo matches, so that
+    a reading beyond it could belong in the page."""
+    return len(hits) >= size and bool(hits) and tier_of(hits[-1].score) <= _typo_ceiling(plan)
+
+
+def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
+    """``hits`` (in D2's order) ordered by tier, then rank within their reading, then D2's order."""
+    ceiling = _typo_ceiling(plan)
+    if not hits or tier_of(min(hit.score for hit in hits)) > ceiling:
+        return list(hits)
+    seen: dict[tuple[float, tuple[str, ...]], int] = {}
+    keyed: list[tuple[float, int, int, EngineHit]] = []
+    for index, hit in enumerate(hits):
+        tier = tier_of(hit.score)
+        reading: tuple[str, ...] = ()
+        if tier <= ceiling:
+            reading = typo_reading(hit.text, plan.raw_words, plan.words)
+        rank = seen.get((tier, reading), 0)
+        seen[tier, reading] = rank + 1
+        keyed.append((-tier, rank, index, hit))
+    keyed.sort(key=lambda item: item[:3])
+    return [item[3] for item in keyed]
