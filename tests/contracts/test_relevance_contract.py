@@ -1,6 +1,6 @@
 """The relevance contract on every backend: words with digits, CJK text, identifier and version
-prefixes, word prefixes over typo neighbours, D2's order inside a tier, and tenant isolation of
-typo candidates."""
+prefixes, word prefixes over typo neighbours, D2's order inside a tier, the readings of an
+ambiguous typo, and tenant isolation of typo candidates."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ WS = "rel-a"
 MAIN = "rel-main"  # the matching examples
 ORDER = "rel-order"  # D2's order inside a tier
 TIERS = "rel-tiers"  # D2's tiers
+READINGS = "rel-readings"  # an ambiguous typo
 CJK_FILLER = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏" * 8
 
 MAIN_TEXTS = [
@@ -57,6 +58,14 @@ TIER_TEXTS = [
     "preresumex glued",  # 4 substring
 ]
 
+# "planqs" is one edit from planes, planks and plans; plans is by far the most frequent and newest.
+READING_TEXTS = [
+    "the planes landed",  # 0
+    "planks on the deck",  # 1
+    *(f"plans for day {n}" for n in range(12)),  # 2..13
+    "account acct_9932 closed",  # 14
+]
+
 
 def _event(ws: str, sid: str, seq: int, text: str, kind: str = "user/message") -> dict[str, Any]:
     record: dict[str, Any] = {
@@ -81,10 +90,11 @@ def _header(ws: str, sid: str) -> dict[str, Any]:
 
 
 def records() -> list[dict[str, Any]]:
-    out = [_header(WS, MAIN), _header(WS, ORDER), _header(WS, TIERS)]
+    out = [_header(WS, MAIN), _header(WS, ORDER), _header(WS, TIERS), _header(WS, READINGS)]
     out += [_event(WS, MAIN, seq, text) for seq, text in enumerate(MAIN_TEXTS)]
     out += [_event(WS, ORDER, seq, text, kind) for seq, (text, kind) in enumerate(ORDER_TEXTS)]
     out += [_event(WS, TIERS, seq, text) for seq, text in enumerate(TIER_TEXTS)]
+    out += [_event(WS, READINGS, seq, text) for seq, text in enumerate(READING_TEXTS)]
     return out
 
 
@@ -120,6 +130,12 @@ def test_exact_ranks_above_a_digit_word_typo(rel: Harness) -> None:
 @pytest.mark.parametrize(("query", "never"), [("acct_9932", 1), ("9932", 1), ("ipv4", 2), ("pythn4", 0)])
 def test_digits_must_match_exactly(rel: Harness, query: str, never: int) -> None:
     assert never not in _seqs(rel, MAIN, query)
+
+
+@pytest.mark.parametrize("query", ["acct_9931", "acct 9931", "9931"])
+def test_an_account_number_never_finds_its_neighbour(rel: Harness, query: str) -> None:
+    assert _seqs(rel, READINGS, query) == []
+    assert _seqs(rel, READINGS, "acct_9932") == [14]
 
 
 # -- CJK (issue 18) -----------------------------------------------------------------------------------
@@ -212,6 +228,36 @@ def test_recency_breaks_the_remaining_ties(rel: Harness) -> None:
 
 def test_entry_length_does_not_decide(rel: Harness) -> None:
     assert _seqs(rel, ORDER, "ocelot") == [7, 6]
+
+
+# -- the readings of an ambiguous typo: each one's best entry before a second of any ---------------------
+
+PLANS = list(range(13, 1, -1))  # newest first
+
+
+def test_every_reading_of_a_typo_shows_before_a_second_entry_of_any(rel: Harness) -> None:
+    # D2 alone would give the twelve plans first; planes is the oldest entry of the tier.
+    assert _seqs(rel, READINGS, "planqs", limit=3) == [13, 1, 0]
+    assert _seqs(rel, READINGS, "planqs", limit=20) == [13, 1, 0, *PLANS[1:]]
+
+
+def test_readings_never_cross_a_tier(rel: Harness) -> None:
+    # "plans" itself: every exact match first (D2: recency), then its one-edit neighbours.
+    assert _seqs(rel, READINGS, "plans", limit=20) == [*PLANS, 1, 0]
+
+
+def test_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
+    provider = rel.provider(Scope.session(READINGS))
+    pages: list[list[int]] = []
+    cursor: str | None = None
+    while True:
+        result = provider.search(SessionQueryRequest(query="planqs", limit=4, cursor=cursor))
+        pages.append([m.seq for m in result.matches])
+        cursor = result.next_cursor
+        if cursor is None:
+            break
+    assert pages[0] == [13, 1, 0, 12]
+    assert [seq for page in pages for seq in page] == [13, 1, 0, *PLANS[1:]]
 
 
 # -- tenant isolation of typo candidates (issue 14) ------------------------------------------------------
