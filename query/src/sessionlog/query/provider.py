@@ -13,6 +13,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
+from sessionlog.query import readings
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.config import (
     check_bool,
@@ -44,7 +45,6 @@ from sessionlog.query.excerpt import excerpt
 from sessionlog.query.live import LiveFeed, live_feed, live_matches, merge_live
 from sessionlog.query.options import ProviderOptions
 from sessionlog.query.plan import excerpt_budget, plan_request
-from sessionlog.query.readings import WINDOW, diversify, window_needed
 from sessionlog.query.scope import Scope
 
 if TYPE_CHECKING:
@@ -182,13 +182,15 @@ class ProviderCore:
         hits = page.hits
         if not plan.browse and not partial and hits:
             # Each reading of a typo before a second entry of any (sessionlog.query.readings).
-            if window_needed(plan, hits, query.size):
+            if readings.window_needed(plan, hits, query.size):
                 deadline.check()
-                wide = yield EngineStep("rank", replace(query, size=max(WINDOW, query.size)), deadline)
+                wide = yield EngineStep(
+                    "rank", replace(query, size=max(readings.WINDOW, query.size)), deadline
+                )
                 assert isinstance(wide, list)
-                hits = diversify(plan, wide)[: query.size]
+                hits = readings.diversify(plan, wide)[: query.size]
             else:
-                hits = diversify(plan, hits)
+                hits = readings.diversify(plan, hits)
         if not plan.browse and not hits and issued is None and len(plan.words) > 1:
             partial = True  # no entry has every word: the closest matches, said so (D2)
             deadline.check()
