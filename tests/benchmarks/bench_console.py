@@ -135,19 +135,21 @@ def load_stack(
     indexer: IndexerSettings,
     batches: Iterable[list[dict[str, Any]]],
 ) -> dict[str, float]:
-    """Append ``batches`` through the durable ``Appender`` and index them with the worker until
-    idle (searchable); the seconds of each step."""
-    from sessionlog.indexer import IndexerWorker
-    from sessionlog.ingest import Appender
+    """Append ``batches`` through the durable ``Appender`` (``append_many``, the bulk path) and index
+    them with the worker until idle (searchable); the seconds of each step."""
+    from sessionlog.indexer import kafka_runner
+    from sessionlog.ingest import Appender, AppenderSettings
 
     started = time.monotonic()
-    with Appender(kafka) as appender:
+    with (
+        tempfile.TemporaryDirectory(prefix="sessionlog-bench-spool-") as spool,
+        Appender(kafka, AppenderSettings(spool_dir=Path(spool))) as appender,
+    ):
         for batch in batches:
-            for record in batch:
-                appender.append(record)
+            appender.append_many(batch)
         appender.flush(timeout=600)
     appended = time.monotonic()
-    with IndexerWorker(kafka, opensearch, indexer) as worker:
+    with kafka_runner(kafka, opensearch, indexer) as worker:
         worker.run(until_idle=True)
     return {"append_s": appended - started, "index_s": time.monotonic() - appended}
 

@@ -1,0 +1,167 @@
+"""The speed benchmark's report (tests/benchmarks/speed_report.py) rendered from a fixture result:
+every row of issue 15's table appears, each target is judged from the numbers, failed or missing
+rows say why, and only the marked section of the doc is rewritten. No benchmark runs here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixtures" / "speed-result.json"
+
+
+def _load_module() -> ModuleType:
+    # by path: tests/ is not a package, and the benchmarks' other modules need the bench extra
+    spec = importlib.util.spec_from_file_location(
+        "speed_report_under_test", ROOT / "tests" / "benchmarks" / "speed_report.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+speed_report = _load_module()
+
+
+def _result() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    data["_path"] = FIXTURE
+    return data
+
+
+def _row(section: str, label: str) -> list[str]:
+    """The cells of the table row whose first cell starts with ``label``."""
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if cells and cells[0].startswith(label):
+            return cells
+    raise AssertionError(f"no row {label!r} in:\n{section}")
+
+
+def test_section_is_marked_dated_and_flags_a_quick_run() -> None:
+    section = speed_report.render(_result())
+    assert section.startswith(speed_report.BEGIN) and section.rstrip().endswith(speed_report.END)
+    assert "Quick smoke run" in section
+    assert "2026-12-01T17:00:00+00:00" in section and "10.0 min" in section
+    assert "2 cores, 23.5 GiB memory, AMD EPYC" in section
+    assert "load average 1.0 / 1.5 / 2.0 at start, 1.2 / 1.4 / 1.9 at end" in section
+    assert "kafka 4.3.1" in section and "opensearch 2.19.6" in section and "matplotlib" not in section
+    assert "python -m tests.benchmarks.speed --quick" in section
+    assert "speed-result.json" in section
+    assert "![Throughput vs corpus size](img/speed-throughput.png)" in section
+    assert "![Search latency vs corpus size](img/speed-latency.png)" in section
+
+
+def test_every_row_of_the_issue_is_judged_against_its_target() -> None:
+    section = speed_report.render(_result())
+    appender = _row(section, "appender, durable")
+    assert appender[1].startswith("21,000 ev/s, caller p99 0.80 ms")
+    assert "25,000 ev/s" in appender[2] and appender[3] == "0.84×" and appender[5] == "met"
+
+    assert _row(section, "`sessionlog append FILE` (embedded)")[5] == "met"
+    kafka = _row(section, "`sessionlog append FILE` (Kafka)")
+    assert kafka[5] == "**not met** (3,000 rec/s < 20,000)" and kafka[3] == "0.07×"
+
+    assert _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")[3:] == [
+        "2.50×",
+        "≤ 3× PostgreSQL",
+        "met",
+    ]
+    assert _row(section, "load 3,000 entries, empty → searchable (embedded)")[3] == "1.50×"
+
+    assert _row(section, "session-scoped search p50, 3,000 (OpenSearch)")[5] == "**not met** (5.00× > 2×)"
+    assert _row(section, "session-scoped search p50, 3,000 (embedded)")[5] == "met"
+    assert _row(section, "session-scoped search p99, 3,000 (OpenSearch)")[5].startswith("**not met**")
+    assert (
+        _row(section, "workspace-scoped search p95, 3,000 (OpenSearch)")[5] == "**not met** (0.62× > 0.25×)"
+    )
+    assert _row(section, "workspace-scoped search p95, 3,000 (embedded)")[5] == "met"
+    assert _row(section, "workspace-scoped search p99, 3,000 (OpenSearch)")[5] == "met"
+
+    assert _row(section, "session-scoped search p99 at 1,000,000 (embedded)")[1:2] == ["45.0 ms"]
+    assert _row(section, "session-scoped search p99 at 1,000,000 (embedded)")[5] == "met"
+    assert _row(section, "workspace-scoped search p99 at 1,000,000 (embedded)")[5] == (
+        "**not met** (200 ms > 150 ms)"
+    )
+
+    embedded = _row(section, "on-disk size, 3,000 entries (embedded")
+    assert (
+        embedded[1] == "10.0 MiB"
+        and embedded[2].endswith("5.0 MiB")
+        and embedded[5].startswith("**not met**")
+    )
+    assert _row(section, "on-disk size, 3,000 entries (OpenSearch")[5] == "reported"
+
+
+def test_failed_and_unoffered_rows_say_why() -> None:
+    section = speed_report.render(_result())
+    assert _row(section, "indexer end to end")[5] == "not measured: RuntimeError: raw bulk failed"
+    assert _row(section, "indexer, 2 vs 1 worker")[5] == "not measured: RuntimeError: raw bulk failed"
+
+    result = _result()
+    result["runs"][0]["rows"]["indexer"] = {
+        "indexer_events_per_s": 800.0,
+        "raw_events_per_s": 1000.0,
+        "ratio": 0.8,
+        "scaling": {"measured": False, "reason": "bench_pipeline.throughput has no `workers` option"},
+    }
+    del result["runs"][1]
+    section = speed_report.render(result)
+    assert _row(section, "indexer end to end")[3:] == ["0.80×", "≥ 0.7×", "met"]
+    assert "has no `workers` option" in _row(section, "indexer, 2 vs 1 worker")[5]
+    assert "not measured (no 1M size in this run)" in _row(section, "session-scoped search p99 at 1M")[5]
+
+
+def test_size_table_has_one_line_per_corpus_size() -> None:
+    section = speed_report.render(_result())
+    small = _row(section, "3,000")
+    assert small[1] == "21,000 / 25,000" and small[4] == "5.0 / 3.0 / 2.0"
+    big = _row(section, "1,000,000")
+    assert big[1] == "– / –" and big[5] == "– / 10.0 / 45.0 / 12.0 / 1,400.0"
+
+
+def test_only_the_marked_section_is_replaced(tmp_path: Path) -> None:
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text(
+        f"# Benchmarks\n\nbefore\n\n{speed_report.BEGIN}\nold numbers\n{speed_report.END}\n"
+        "\nafter, by hand\n",
+        encoding="utf-8",
+    )
+    text = speed_report.replace_section(docs.read_text(encoding="utf-8"), speed_report.render(_result()))
+    assert text.startswith("# Benchmarks\n\nbefore\n\n" + speed_report.BEGIN)
+    assert "old numbers" not in text and text.endswith(speed_report.END + "\n\nafter, by hand\n")
+    assert text.count(speed_report.BEGIN) == 1
+    appended = speed_report.replace_section("# Benchmarks\n", "SECTION\n")
+    assert appended == "# Benchmarks\n\nSECTION\n"
+
+
+def test_latest_finished_result_of_a_directory_is_rendered(tmp_path: Path) -> None:
+    older = _result() | {"finished_at": "2026-11-30T10:00:00+00:00", "command": "older"}
+    unfinished = {k: v for k, v in _result().items() if k not in ("finished_at", "_path")}
+    shutil.copy(FIXTURE, tmp_path / "speed-20261201T170000Z.json")
+    (tmp_path / "speed-20261130T100000Z.json").write_text(json.dumps(older, default=str), encoding="utf-8")
+    (tmp_path / "speed-20261202T000000Z.json").write_text(json.dumps(unfinished), encoding="utf-8")
+    chosen = speed_report.latest_result(tmp_path)
+    assert chosen["_path"].name == "speed-20261201T170000Z.json"
+    with pytest.raises(FileNotFoundError):
+        speed_report.latest_result(tmp_path / "nothing-here")
+
+
+def test_plots_are_drawn_when_matplotlib_is_installed(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# Benchmarks\n", encoding="utf-8")
+    written, images = speed_report.write_docs(FIXTURE, docs)
+    assert [p.name for p in images] == ["speed-throughput.png", "speed-latency.png"]
+    assert all(p.stat().st_size > 0 for p in images)
+    assert speed_report.BEGIN in written.read_text(encoding="utf-8")
