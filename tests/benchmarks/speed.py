@@ -110,6 +110,7 @@ def run(args: argparse.Namespace, command: str, console: Console) -> Path:
         "kind": "speed",
         "schema": 1,
         "quick": bool(args.quick),
+        "seed": args.seed,
         "started_at": started.isoformat(timespec="seconds"),
         "command": command,
         "machine": machine_info() | {"loadavg_at_start": list(os.getloadavg())},

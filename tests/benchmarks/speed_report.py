@@ -228,10 +228,18 @@ def _pg(run: dict[str, Any] | None) -> dict[str, Any]:
     return pg if pg.get("available") else {}
 
 
+def _pg_load(run: dict[str, Any]) -> dict[str, Any]:
+    """PostgreSQL's load time and size: the load row's own when it has one, else the search row's."""
+    own = ((run["rows"].get("load") or {}).get("pg")) or {}
+    if own.get("seconds"):
+        return {"load_seconds": own["seconds"], "index_bytes": own.get("bytes")}
+    return _pg(run)
+
+
 def _load_rows(run: dict[str, Any]) -> list[Row]:
     row = run["rows"].get("load")
     why = _missing(row, "load")
-    pg = _pg(run)
+    pg = _pg_load(run)
     peer = (
         f"PostgreSQL COPY + GIN trigram build: {pg['load_seconds']:.1f} s"
         if pg.get("load_seconds")
@@ -246,6 +254,8 @@ def _load_rows(run: dict[str, Any]) -> list[Row]:
             continue
         ratio = _ratio(ours["seconds"], pg.get("load_seconds"))
         now = f"{ours['seconds']:.1f} s (append {ours['append_s']:.1f} s + index {ours['index_s']:.1f} s)"
+        if ours.get("found") is False:
+            now += ", probe entry **not found** afterwards"
         status = _status([(ratio is not None and ratio <= 3.0, f"{_x(ratio)} > 3×")])
         out.append([label, now, peer, _x(ratio), "≤ 3× PostgreSQL", status])
     return out
@@ -332,17 +342,19 @@ def _big_rows(result: dict[str, Any]) -> list[Row]:
 def _size_rows(run: dict[str, Any]) -> list[Row]:
     row = run["rows"].get("load")
     why = _missing(row, "load")
-    pg = _pg(run)
-    peer_bytes = pg.get("index_bytes")
+    peer_bytes = _pg_load(run).get("index_bytes")
     peer = f"pg_trgm table + indexes: {_mib(peer_bytes)}"
+    searched = ((run["rows"].get("search") or {}).get("sessionlog")) or {}
     out = []
     for key, name, target in (
         ("embedded", "embedded: log + projection, one file", "≤ 1.5× pg_trgm"),
         ("kafka_opensearch", "OpenSearch indices, primaries", "no number (mapping without unused fields)"),
     ):
         label = f"on-disk size, {run['entries']:,} entries ({name})"
-        ours = (row or {}).get(key)
-        if why or not ours:
+        ours = (row or {}).get(key) or {}
+        if key == "kafka_opensearch" and not ours.get("bytes") and searched.get("index_bytes"):
+            ours = {"bytes": searched["index_bytes"]}  # the same documents, loaded by the search row
+        if not ours.get("bytes"):
             out.append([label, "–", peer, "–", target, why or "not measured"])
             continue
         ratio = _ratio(ours["bytes"], peer_bytes)
@@ -366,7 +378,7 @@ def _size_table(result: dict[str, Any]) -> list[str]:
         got = run["rows"]
         app, idx, cli, load = (got.get(k) or {} for k in ("append", "indexer", "cli", "load"))
         search = got.get("search") or {}
-        pg = _pg(run)
+        pg = _pg_load(run)
         paths = cli.get("paths", {})
 
         def lat(key: str, scope: str, search: dict[str, Any] = search) -> str:
@@ -393,10 +405,10 @@ def _size_table(result: dict[str, Any]) -> list[str]:
                 )
                 + " / "
                 + _num(pg.get("load_seconds"), digits=1),
-                " / ".join(
+                " · ".join(
                     [lat("sessionlog", "session"), lat("sessionlog_embedded", "session"), lat(PG, "session")]
                 ),
-                " / ".join(
+                " · ".join(
                     [
                         lat("sessionlog", "workspace"),
                         lat("sessionlog_embedded", "workspace"),
@@ -412,8 +424,8 @@ def _size_table(result: dict[str, Any]) -> list[str]:
         "index ev/s (end to end / raw bulk)",
         "append FILE rec/s (embedded / Kafka / append_many)",
         "load s (Kafka+OpenSearch / embedded / PostgreSQL)",
-        "session p50 / p99 ms (OpenSearch, embedded, pg_trgm)",
-        "workspace p50 / p99 ms (OpenSearch, embedded, pg_trgm)",
+        "session p50 / p99 ms: OpenSearch · embedded · pg_trgm",
+        "workspace p50 / p99 ms: OpenSearch · embedded · pg_trgm",
         "load average",
     ]
     return _table(header, rows)
@@ -443,7 +455,8 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
     sizes = ", ".join(f"{r['entries']:,}" for r in result["runs"])
     lines += [
         f"- **Run**: {result['started_at']} → {result['finished_at']} (UTC), "
-        f"{result.get('seconds', 0) / 60:.1f} min; corpus sizes {sizes} entries (seed from the command).",
+        f"{result.get('seconds', 0) / 60:.1f} min; corpus sizes {sizes} entries, "
+        f"seed {result.get('seed', 7)}.",
         f"- **Machine**: {machine.get('nproc')} cores, "
         + (f"{memory / 2**30:.1f} GiB memory, " if memory else "")
         + f"{machine.get('cpu_model')}; {machine.get('os')}, kernel {machine.get('kernel')}; "
@@ -497,15 +510,21 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "- **append FILE**: `bench_cli_append.measure` (`sessionlog append FILE` in a subprocess, embedded "
         "and Kafka, vs `SQLiteEntryLog.append_many` of 2,000 parsed records per call), rates on the wall "
         "clock.",
-        "- **Load**: `bench_console.load_embedded` / `load_stack`: the corpus (generated before the clock "
-        "starts) appended to an empty log and indexed until idle, through the product path; the PostgreSQL "
-        "peer is "
-        "`COPY` + GIN trigram + btree indexes + `VACUUM ANALYZE` of the same corpus in the search row.",
+        "- **Load**: the corpus (generated before the clock starts) appended to an empty log and indexed "
+        "until searchable: `bench_load` (the CLI: `sessionlog append FILE`, then `sessionlog index "
+        "--until-idle`) when the checkout has it, else `bench_console.load_embedded` / `load_stack`; the "
+        "PostgreSQL peer is `COPY` + GIN trigram + btree indexes + `VACUUM ANALYZE` of the same corpus.",
         "- **Search**: `bench_relevance.run_relevance` with the sessionlog systems and pg_trgm "
         "word_similarity 0.4: known-item queries of every variant, one at a time, client side; from 1M "
         "entries on only the embedded backend and pg_trgm run.",
         "- **Size**: the embedded file (log and projection) and the OpenSearch indices' primary store after "
         "the load row; pg_trgm's `pg_total_relation_size`.",
+        "",
+        *(
+            [f"- **Load path in this run**: {head['rows']['load']['via']}."]
+            if head is not None and (head["rows"].get("load") or {}).get("via")
+            else []
+        ),
         "",
         "Where a target is not met, the measured reason goes in the notes after this section.",
         END,
@@ -560,7 +579,7 @@ def plots(result: dict[str, Any], img_dir: Path) -> list[Path]:
         return rate
 
     def pg_rate(r: dict[str, Any]) -> float | None:
-        seconds = _pg(r).get("load_seconds")
+        seconds = _pg_load(r).get("load_seconds")
         events = _point(r, ("load", "events"))
         return events / float(seconds) if seconds and events else None
 

@@ -6,18 +6,20 @@ Every row calls the benchmark that owns it, so a change to a benchmark shows up 
 * ``append``: ``bench_append.run_sessionlog`` (durable default) and ``bench_append.run_confluent``
   (confluent-kafka with the same validation) over the same records;
 * ``indexer``: ``bench_pipeline.throughput`` (end to end vs raw ``parallel_bulk``), and 1 vs 2
-  worker processes when that function takes a ``workers`` argument;
+  worker processes through ``bench_pipeline.scaling`` when this checkout has it;
 * ``cli``: ``bench_cli_append.measure`` (``sessionlog append FILE`` embedded and Kafka, and the
   ``append_many`` ceiling);
-* ``load``: ``bench_console.load_embedded`` / ``load_stack`` (empty → searchable through the
-  product path: the log, then the indexer) on the benchmark corpus;
+* ``load``: ``bench_load`` (the CLI's ``append FILE`` then ``index --until-idle`` on both
+  backends, and PostgreSQL COPY + GIN) when this checkout has it, else ``bench_console``'s
+  ``load_embedded`` / ``load_stack`` (in process: ``append_many``, then the indexer);
 * ``search`` (latency, plus pg_trgm's load time and size): ``bench_relevance.run_relevance`` with
   the two sessionlog systems and pg_trgm ``word_similarity`` 0.4.
 """
 
 from __future__ import annotations
 
-import inspect
+import importlib
+import importlib.util
 import json
 import tempfile
 from pathlib import Path
@@ -45,25 +47,36 @@ def append_row(events: int) -> dict[str, Any]:
 
 
 def indexer_row(events: int, console: Console) -> dict[str, Any]:
-    """End to end vs the raw bulk ceiling; worker scaling only when ``bench_pipeline`` offers it."""
+    """End to end vs the raw bulk ceiling; 1 vs 2 worker processes on a 4-partition topic when
+    ``bench_pipeline`` offers ``scaling`` (its ``--workers``), otherwise recorded as not measured."""
     from tests.benchmarks import bench_pipeline
 
-    params = inspect.signature(bench_pipeline.throughput).parameters
-    if "workers" not in params:
-        row = dict(bench_pipeline.throughput(events, console))
-        row["scaling"] = {"measured": False, "reason": "bench_pipeline.throughput has no `workers` option"}
+    row: dict[str, Any] = dict(bench_pipeline.throughput(events, console))
+    scaling = getattr(bench_pipeline, "scaling", None)
+    if not callable(scaling):
+        row["scaling"] = {
+            "measured": False,
+            "reason": "bench_pipeline offers no worker scaling in this checkout",
+        }
         return row
-    extra: dict[str, Any] = {"partitions": 4} if "partitions" in params else {}
-    one = dict(bench_pipeline.throughput(events, console, workers=1, **extra))  # type: ignore[call-arg]
-    two = dict(bench_pipeline.throughput(events, console, workers=2, **extra))  # type: ignore[call-arg]
-    one["scaling"] = {
+    found = scaling(events, [1, 2], console)
+    by_workers = {int(r["workers"]): r for r in found.get("runs", [])}
+    one, two = by_workers.get(1), by_workers.get(2)
+    if one is None or two is None:
+        row["scaling"] = {
+            "measured": False,
+            "reason": "bench_pipeline.scaling returned no 1- and 2-worker runs",
+        }
+        return row
+    row["scaling"] = {
         "measured": True,
-        "partitions": extra.get("partitions"),
-        "one_worker_events_per_s": one["indexer_events_per_s"],
-        "two_workers_events_per_s": two["indexer_events_per_s"],
-        "speedup": two["indexer_events_per_s"] / one["indexer_events_per_s"],
+        "partitions": found.get("partitions"),
+        "runs": found.get("runs"),
+        "one_worker_events_per_s": one["events_per_s"],
+        "two_workers_events_per_s": two["events_per_s"],
+        "speedup": two["events_per_s"] / one["events_per_s"],
     }
-    return one
+    return row
 
 
 def cli_row(events: int) -> dict[str, Any]:
@@ -93,16 +106,22 @@ def _opensearch_bytes(opensearch: Any) -> int:
 
 
 def load_row(entries: int, seed: int, *, stack: bool = True) -> dict[str, Any]:
-    """The corpus from an empty system to searchable on both backends (product path), and what it
-    occupies on disk afterwards. The corpus is generated before the clock starts."""
+    """The corpus from an empty system to searchable on both backends, what it occupies on disk,
+    and (with ``bench_load``) PostgreSQL's COPY + GIN build of the same corpus. Uses
+    ``bench_load`` (the product's CLI, ``append FILE`` then ``index --until-idle``) when this
+    checkout has it, else ``bench_console``'s in-process load (``append_many`` then the indexer)."""
+    if importlib.util.find_spec("tests.benchmarks.bench_load") is not None:
+        return _load_via_cli(entries, seed, stack=stack)
     from tests.benchmarks.bench_console import corpus, isolated_stack, load_embedded, load_stack
 
     batches: list[list[dict[str, Any]]] = []
     corpus(entries, seed, batches.append)
-    records = sum(len(b) for b in batches)
-    events = sum(1 for b in batches for r in b if r.get("kind") == "event")
-    wire_bytes = sum(len(json.dumps(r, ensure_ascii=False).encode()) + 1 for b in batches for r in b)
-    row: dict[str, Any] = {"entries": entries, "records": records, "events": events, "wire_bytes": wire_bytes}
+    row: dict[str, Any] = {
+        "via": "bench_console (in process: append_many, then the indexer until idle)",
+        "entries": entries,
+        "records": sum(len(b) for b in batches),
+        "events": sum(1 for b in batches for r in b if r.get("kind") == "event"),
+    }
     with tempfile.TemporaryDirectory(prefix="sessionlog-speed-") as tmp:
         path = Path(tmp) / "sessionlog.db"
         timings = load_embedded(path, batches)
@@ -115,6 +134,36 @@ def load_row(entries: int, seed: int, *, stack: bool = True) -> dict[str, Any]:
                 "bytes": _opensearch_bytes(opensearch),
             }
     return row
+
+
+def _load_via_cli(entries: int, seed: int, *, stack: bool) -> dict[str, Any]:
+    bench_load: Any = importlib.import_module("tests.benchmarks.bench_load")
+    row: dict[str, Any] = {
+        "via": "bench_load (the CLI: `sessionlog append FILE`, then `sessionlog index --until-idle`)",
+        "entries": entries,
+        "events": entries,
+    }
+    with tempfile.TemporaryDirectory(prefix="sessionlog-speed-") as tmp:
+        corpus = Path(tmp) / "corpus.jsonl"
+        row["records"], row["wire_bytes"], probe = bench_load._write_corpus(entries, seed, corpus)
+        found = bench_load.load_embedded(corpus, probe, Path(tmp))
+        row["embedded"] = found | {"seconds": found["total_s"]}
+        if stack:
+            found = bench_load.load_kafka_opensearch(corpus, probe, 4, False)
+            row["kafka_opensearch"] = found | {"seconds": found["total_s"]}
+        found = bench_load.load_pg(corpus)
+        row["pg"] = found | {"seconds": found["total_s"]}
+    return row
+
+
+def _drop_prefix(hosts: str, index_prefix: str) -> None:
+    from sessionlog.indexer import OpenSearchView
+
+    view = OpenSearchView(hosts=hosts, index_prefix=index_prefix)
+    try:
+        view.drop()
+    finally:
+        view.close()
 
 
 def search_row(
@@ -146,7 +195,11 @@ def search_row(
         keep_per_query=False,
         command=command,
     )
-    path = run_relevance(cfg, console=console, out=out)
+    try:
+        path = run_relevance(cfg, console=console, out=out)
+    finally:
+        if "sessionlog" in systems:
+            _drop_prefix(opensearch, index_prefix)  # hundreds of MB at 272k on a shared server
     result = json.loads(path.read_text(encoding="utf-8"))
     row: dict[str, Any] = {"result_file": path.name, "queries": result.get("queries", {}).get("count")}
     for system in result["systems"]:

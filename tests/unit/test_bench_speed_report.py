@@ -127,7 +127,7 @@ def test_size_table_has_one_line_per_corpus_size() -> None:
     small = _row(section, "3,000")
     assert small[1] == "21,000 / 25,000" and small[4] == "5.0 / 3.0 / 2.0"
     big = _row(section, "1,000,000")
-    assert big[1] == "– / –" and big[5] == "– / 10.0 / 45.0 / 12.0 / 1,400.0"
+    assert big[1] == "– / –" and big[5] == "– · 10.0 / 45.0 · 12.0 / 1,400.0"
 
 
 def test_only_the_marked_section_is_replaced(tmp_path: Path) -> None:
@@ -165,3 +165,39 @@ def test_plots_are_drawn_when_matplotlib_is_installed(tmp_path: Path) -> None:
     assert [p.name for p in images] == ["speed-throughput.png", "speed-latency.png"]
     assert all(p.stat().st_size > 0 for p in images)
     assert speed_report.BEGIN in written.read_text(encoding="utf-8")
+
+
+def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -> None:
+    result = _result()
+    rows = result["runs"][0]["rows"]
+    rows["load"] = {
+        "via": "bench_load (the CLI)",
+        "entries": 3000,
+        "events": 3000,
+        "embedded": {"append_s": 1.0, "index_s": 1.0, "seconds": 2.0, "bytes": 7340032, "found": True},
+        "kafka_opensearch": {"append_s": 4.0, "index_s": 4.0, "seconds": 8.0, "found": False},
+        "pg": {"seconds": 4.0, "bytes": 4194304},
+    }
+    rows["indexer"] = {
+        "indexer_events_per_s": 600.0,
+        "raw_events_per_s": 1000.0,
+        "ratio": 0.6,
+        "scaling": {
+            "measured": True,
+            "partitions": 4,
+            "one_worker_events_per_s": 500.0,
+            "two_workers_events_per_s": 850.0,
+            "speedup": 1.7,
+        },
+    }
+    section = speed_report.render(result)
+    opensearch = _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")
+    assert "probe entry **not found**" in opensearch[1] and opensearch[2].endswith("4.0 s")
+    assert opensearch[3:] == ["2.00×", "≤ 3× PostgreSQL", "met"]
+    assert _row(section, "on-disk size, 3,000 entries (embedded")[3:4] == ["1.75×"]
+    # no OpenSearch size from the load row: the search row's index of the same documents
+    assert _row(section, "on-disk size, 3,000 entries (OpenSearch")[1] == "3.8 MiB"
+    assert _row(section, "indexer end to end")[5] == "**not met** (0.60× < 0.7×)"
+    scaling = _row(section, "indexer, 2 vs 1 worker processes, 4 partitions")
+    assert scaling[1:4] == ["850 ev/s", "1 worker: 500 ev/s", "1.70×"] and scaling[5] == "met"
+    assert "- **Load path in this run**: bench_load (the CLI)." in section
