@@ -158,10 +158,14 @@ def _indexer_rows(run: dict[str, Any]) -> list[Row]:
     scaling = row.get("scaling") or {}
     if scaling.get("measured"):
         speedup = scaling.get("speedup")
+        now = f"{scaling['two_workers_events_per_s']:,.0f} ev/s"
+        busy = [((r.get("cpu") or {}).get("machine_busy_fraction")) for r in scaling.get("runs") or []]
+        if busy and all(b is not None for b in busy):
+            now += f" (machine busy {' / '.join(f'{b:.0%}' for b in busy)} with 1 / 2 workers)"
         out.append(
             [
                 f"indexer, 2 vs 1 worker processes, {scaling.get('partitions') or 4} partitions",
-                f"{scaling['two_workers_events_per_s']:,.0f} ev/s",
+                now,
                 f"1 worker: {scaling['one_worker_events_per_s']:,.0f} ev/s",
                 _x(speedup),
                 "≥ 1.6× where the cores allow",
@@ -608,7 +612,8 @@ def plots(result: dict[str, Any], img_dir: Path) -> list[Path]:
     ax.set_ylabel("entries / s")
     ax.set_title("Throughput vs corpus size" + title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     path = img_dir / "speed-throughput.png"
     fig.savefig(path, dpi=110)
@@ -637,7 +642,8 @@ def plots(result: dict[str, Any], img_dir: Path) -> list[Path]:
         ax.set_title(f"{scope}-scoped search latency" + title)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("ms")
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    if axes[1].get_legend_handles_labels()[0]:
+        axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     path = img_dir / "speed-latency.png"
     fig.savefig(path, dpi=110)

@@ -188,6 +188,10 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
             "one_worker_events_per_s": 500.0,
             "two_workers_events_per_s": 850.0,
             "speedup": 1.7,
+            "runs": [
+                {"workers": 1, "cpu": {"machine_busy_fraction": 0.6}},
+                {"workers": 2, "cpu": {"machine_busy_fraction": 1.0}},
+            ],
         },
     }
     section = speed_report.render(result)
@@ -199,5 +203,10 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     assert _row(section, "on-disk size, 3,000 entries (OpenSearch")[1] == "3.8 MiB"
     assert _row(section, "indexer end to end")[5] == "**not met** (0.60× < 0.7×)"
     scaling = _row(section, "indexer, 2 vs 1 worker processes, 4 partitions")
-    assert scaling[1:4] == ["850 ev/s", "1 worker: 500 ev/s", "1.70×"] and scaling[5] == "met"
+    assert scaling[1:4] == [
+        "850 ev/s (machine busy 60% / 100% with 1 / 2 workers)",
+        "1 worker: 500 ev/s",
+        "1.70×",
+    ]
+    assert scaling[5] == "met"
     assert "- **Load path in this run**: bench_load (the CLI)." in section
