@@ -200,3 +200,24 @@ def test_the_default_client_is_opensearch_pys_async_one() -> None:
         await areader.aclose()
 
     asyncio.run(run())
+
+
+def test_without_aiohttp_the_async_reader_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import opensearchpy
+
+    def missing(**_: Any) -> Any:
+        raise ImportError("No module named 'aiohttp'")
+
+    monkeypatch.setattr(opensearchpy, "AsyncOpenSearch", missing)
+
+    async def run() -> SessionQueryError:
+        async with AsyncOpenSearchReader(Scope.workspace("w")) as areader:
+            with pytest.raises(SessionQueryError) as err:
+                await areader.aread_event("a-1", 0)
+            return err.value
+
+    err = asyncio.run(run())
+    assert err.code == "SESSION_QUERY_INVALID_CONFIG" and not err.retriable
+    assert "sessionlog-query[async]" in str(err)
