@@ -100,7 +100,11 @@ class AsyncOpenSearchEngine:
         if self._client is None:
             from opensearchpy import AsyncOpenSearch
 
-            self._client = AsyncOpenSearch(**self.access.settings.client_kwargs())
+            from sessionlog.query.os_json import OrjsonSerializer
+
+            self._client = AsyncOpenSearch(
+                **self.access.settings.client_kwargs(), serializer=OrjsonSerializer()
+            )
         return self._client
 
     async def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
