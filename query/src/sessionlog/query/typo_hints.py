@@ -52,7 +52,8 @@ def typo_hints(text: str, words: Sequence[str]) -> tuple[str, ...]:
             if token in seen:
                 continue
             seen.add(token)
-            if any(typo_match(word, token, budget) is not None for word, budget in targets):
+            # Distance 0 is a part as typed, already a hint.
+            if any(typo_match(word, token, budget) for word, budget in targets):
                 hints.append(token)
                 break
     return tuple(dict.fromkeys(hints))
