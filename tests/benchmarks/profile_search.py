@@ -7,6 +7,11 @@ time spent inside the HTTP transport (request + response, JSON included), the se
 and the number of HTTP requests per search::
 
     python -m tests.benchmarks.profile_search RESULT.json --index-prefix os15before [--cprofile]
+    python -m tests.benchmarks.profile_search RESULT.json --index-prefix os15before --tiers
+
+``--tiers`` instead sends each query's count and page bodies straight to ``_msearch`` and prints
+the server's ``took`` of the page with one family of tiers left out (fuzzy, two-edit fuzzy,
+prefix, trigram substring), to show which part of the query the time goes to.
 
 On demand only (not part of any test run).
 """
@@ -25,6 +30,8 @@ from typing import Any
 from tests.benchmarks.metrics import latency_summary
 
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
+from sessionlog.query.builder import count_body, search_body
+from sessionlog.query.plan import plan_request
 
 __all__ = ["main"]
 
@@ -53,6 +60,56 @@ class _Probe:
         return response
 
 
+def _without(body: dict[str, Any], marker: str) -> dict[str, Any]:
+    """``body`` with every tier whose JSON holds ``marker`` left out of each word's ``dis_max``."""
+    out: dict[str, Any] = json.loads(json.dumps(body))
+    for clause in out["query"]["bool"]["must"]:
+        tiers = [t for t in clause["dis_max"]["queries"] if marker not in json.dumps(t)]
+        clause["dis_max"]["queries"] = tiers or [{"match_none": {}}]
+    return out
+
+
+#: name → the bodies sent: "count", "page", or the page without the tiers holding a marker.
+_TIER_VARIANTS: dict[str, tuple[str, ...]] = {
+    "count+page": ("count", "page"),
+    "count": ("count",),
+    "page": ("page",),
+    "page without fuzzy": ('"fuzziness"',),
+    "page without 2-edit fuzzy": ('"fuzziness": 2',),
+    "page without prefix": ('"prefix"',),
+    "page without trigrams": (".tri",),
+}
+
+
+def _tiers(queries: list[dict[str, Any]], hosts: str, prefix: str) -> None:
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(hosts=[hosts], timeout=30)
+    took: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for q in queries:
+        kind, sid = q["scope_kind"], q["scope_id"]
+        scope = Scope.session(sid) if kind == "session" else Scope.workspace(sid)
+        request = SessionQueryRequest(session_id=sid if kind == "session" else None, query=q["text"])
+        plan = plan_request(request, scope, 100, 10)[0]
+        if plan.browse:
+            continue
+        header: dict[str, Any] = {"index": f"{prefix}-events"}
+        if kind == "session":
+            header["routing"] = sid
+        count, page = count_body(plan), search_body(plan, size=11)
+        for name, parts in _TIER_VARIANTS.items():
+            named = {"count": count, "page": page}
+            bodies = [named[p] if p in named else _without(page, p) for p in parts]
+            lines = [part for body in bodies for part in (header, body)]
+            took[kind][name].append(float(client.msearch(body=lines)["took"]))
+    for kind, rows in sorted(took.items()):
+        print(f"== {kind}: server took (ms)")
+        for name, values in rows.items():
+            s = latency_summary(values)
+            print(f"  {name:26s} p50 {s['p50']:6.1f}  p95 {s['p95']:6.1f}  mean {s['mean']:6.1f}")
+    client.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("result", type=Path, help="a relevance result JSON with its query_list")
@@ -60,8 +117,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--opensearch", default="http://127.0.0.1:9200")
     parser.add_argument("--repeat", type=int, default=1, help="passes over the queries")
     parser.add_argument("--cprofile", action="store_true", help="print the top Python functions")
+    parser.add_argument("--tiers", action="store_true", help="server took per family of tiers")
     args = parser.parse_args(argv)
     queries = json.loads(args.result.read_text(encoding="utf-8"))["query_list"]
+    if args.tiers:
+        _tiers(queries, args.opensearch, args.index_prefix)
+        return
     providers: dict[tuple[str, str], OpenSearchProvider] = {}
     probe: _Probe | None = None
     rows: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
