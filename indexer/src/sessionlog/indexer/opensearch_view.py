@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, SSLError, TransportError
@@ -64,6 +65,8 @@ class ItemResult:
 
 
 _MIN_SPLIT = 250
+#: The bulk response keeps only what the per-item outcome needs (not _index, _id, _version, ...).
+_BULK_FILTER = "errors,items.*.status,items.*.error.type,items.*.error.reason"
 
 
 class _RetryItems(Exception):
@@ -216,18 +219,23 @@ class OpenSearchView(ViewWrites):
             raise ViewUnavailable(f"OpenSearch unreachable: {err}") from err
 
     # -- bulk -----------------------------------------------------------------------------------
-    def _index_of(self, action: Action) -> str:
-        return self.events if action.target == "events" else self.sessions
-
     def _bulk_once(self, actions: Sequence[Action]) -> list[ItemResult]:
-        lines: list[dict[str, Any]] = []
+        # One NDJSON body serialised by orjson (the client's own serialiser is json.dumps per line),
+        # and only the per-item status and error read back.
+        dumps = orjson.dumps
+        parts: list[bytes] = []
         for action in actions:
-            meta = {"_index": self._index_of(action), "_id": action.doc_id, "routing": action.routing}
-            lines.append({action.op: meta})
-            lines.append(action.body)
-        response = self.client.bulk(body=lines)
+            index = self.events if action.target == "events" else self.sessions
+            meta = {"_index": index, "_id": action.doc_id, "routing": action.routing}
+            parts.append(dumps({action.op: meta}))
+            parts.append(dumps(action.body))
+        parts.append(b"")
+        response = self.client.bulk(body=b"\n".join(parts), params={"filter_path": _BULK_FILTER})
+        items = response.get("items")
+        if items is None or len(items) != len(actions):
+            raise ViewFailed(f"bulk response has {len(items or ())} items for {len(actions)} actions")
         results = []
-        for action, item in zip(actions, response["items"], strict=True):
+        for action, item in zip(actions, items, strict=True):
             (info,) = item.values()
             error = info.get("error")
             reason = None

@@ -19,12 +19,23 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sessionlog.indexer.batch import BatchProcessor
+from sessionlog.indexer.batch import BatchProcessor, PreparedBatch
 from sessionlog.indexer.errors import IndexerError, NotCaughtUp, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
-from sessionlog.indexer.ports import Commit, DeadLetters, EntrySource, SessionView, through_and_first
+from sessionlog.indexer.ports import (
+    Commit,
+    DeadLetters,
+    Entry,
+    EntrySource,
+    InvalidEntry,
+    RevokeAware,
+    SessionView,
+    WriteResult,
+    through_and_first,
+)
 from sessionlog.indexer.watermark import WatermarkPublisher
 
 __all__ = ["RunStats", "Runner"]
@@ -48,6 +59,26 @@ class RunStats:
     reasons: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
+@dataclass
+class _Batch:
+    """A polled batch between its projection and its commit."""
+
+    entries: list[Entry | InvalidEntry]
+    prepared: PreparedBatch
+    through: dict[int, int]
+    first: dict[int, int]
+    started: float
+    future: Future[list[WriteResult]] | None = None
+
+
+def _earliest(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+    """Per partition, the lower of two first offsets."""
+    out = dict(a)
+    for partition, offset in b.items():
+        out[partition] = min(offset, out.get(partition, offset))
+    return out
+
+
 class Runner:
     """Keeps ``view`` current with ``source``, parking what cannot be projected in ``dead_letters``.
 
@@ -66,7 +97,10 @@ class Runner:
         watermark_interval_s: float = 1.0,
         metrics_port: int | None = None,
         metrics_host: str = "127.0.0.1",
+        pipeline: bool = False,
     ) -> None:
+        """``pipeline``: project the next batch while the view writes the current one (a view whose
+        writes are thread-safe and need no per-batch transaction, i.e. OpenSearch)."""
         if batch_max < 1:
             raise ValueError("batch_max must be at least 1")
         self.source = source
@@ -91,6 +125,10 @@ class Runner:
         self.last_lag: int | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._inflight: _Batch | None = None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlog-write") if pipeline else None
+        if pipeline and isinstance(source, RevokeAware):
+            source.before_revoke = self._before_revoke
 
     @property
     def metrics_port(self) -> int | None:
@@ -119,6 +157,28 @@ class Runner:
             self._worked = True
             return consumed
 
+    def _advance(self) -> int:
+        """One step of :meth:`run`: pipelined when the runner was built with ``pipeline``."""
+        if self._pool is None:
+            return self.step()
+        with self._lock:
+            if self._closed:
+                raise ViewUnavailable("the runner was closed")
+            self._prepare()
+            moved = self._step_pipelined()
+            self._worked = True
+            return moved
+
+    def _finish_inflight(self) -> None:
+        """Commit the in-flight batch when the loop ends (a retriable failure just drops it)."""
+        with self._lock:
+            try:
+                self._drain({})
+            except IndexerError as err:
+                if not err.retriable:
+                    raise
+                log.warning("in-flight batch dropped at stop: %s", err)
+
     def _step(self) -> int:
         poll = self.source.poll(self.batch_max, self.poll_timeout_s)
         if poll.assignment_changed:
@@ -129,30 +189,120 @@ class Runner:
         started = time.monotonic()
         through, first = through_and_first(poll.entries)
         try:
-            result = self.processor.process(poll.entries)
-            self.dead_letters.park(result.letters)
-            outcome = self.source.commit(through)
+            prepared = self.processor.prepare(poll.entries)
+            results = self.processor.write(prepared)
         except BaseException:
             self._abandon(first)
             raise
+        return self._complete(_Batch(poll.entries, prepared, through, first, started), results, first)
+
+    def _complete(self, batch: _Batch, results: list[WriteResult], rewind_to: dict[int, int]) -> int:
+        """Park the batch's dead letters and commit it; on any failure forget it (rewinding to
+        ``rewind_to``) and re-raise. The number of records committed (0: the group rebalanced)."""
+        try:
+            result = self.processor.finish(batch.prepared, results)
+            self.dead_letters.park(result.letters)
+            outcome = self.source.commit(batch.through)
+        except BaseException:
+            self._abandon(rewind_to)
+            raise
         if outcome is Commit.ASSIGNMENT_LOST:
-            self._abandon(first)
+            self._abandon(rewind_to)
             self.stats.rebalances += 1
             self.metrics.errors.labels(error_class="assignment_lost").inc()
             return 0
         self.view.settle(True)
         if self._publisher is not None:
-            for entry in poll.entries:
+            for entry in batch.entries:
                 raw = entry.raw
                 self._publisher.offer(raw.partition, raw.offset, raw.timestamp_ms)
         self._count(
-            len(poll.entries), result.indexed, result.replays, result.conflicts, time.monotonic() - started
+            len(batch.entries),
+            result.indexed,
+            result.replays,
+            result.conflicts,
+            time.monotonic() - batch.started,
         )
         for letter in result.letters:
             self.stats.dead_lettered += 1
             self.stats.reasons[letter.error_class] += 1
             self.metrics.dead_lettered.labels(reason=letter.error_class).inc()
-        return len(poll.entries)
+        return len(batch.entries)
+
+    # -- pipelined batches (views whose writes may overlap the next batch's projection) ----------
+    def _step_pipelined(self) -> int:
+        """Poll and project batch N+1 while the write of batch N is in flight, then commit N and
+        send N+1. N is committed before anything resets the session states (a new assignment, an
+        idle log) and, on Kafka, before the partitions are revoked; if N fails, N+1 is dropped too
+        and both are polled again. Returns how many records moved forward (0: none)."""
+        try:
+            poll = self.source.poll(self.batch_max, self.poll_timeout_s)
+        except BaseException:
+            self._drop_inflight({})
+            raise
+        held = through_and_first(poll.entries)[1]
+        done = 0
+        if poll.assignment_changed:
+            committed, done = self._drain(held)
+            self.processor.forget_states()
+            self.metrics.lag.clear()
+            if not committed:
+                return 0
+        if not poll.entries:
+            return self._drain({})[1] + done
+        started = time.monotonic()
+        through, first = through_and_first(poll.entries)
+        try:
+            prepared = self.processor.prepare(poll.entries)
+        except BaseException:
+            self._drop_inflight(first)
+            raise
+        committed, drained = self._drain(first)
+        if not committed:
+            return 0
+        assert self._pool is not None
+        batch = _Batch(poll.entries, prepared, through, first, started)
+        batch.future = self._pool.submit(self.processor.write, prepared)
+        self._inflight = batch
+        return done + drained + len(poll.entries)
+
+    def _drain(self, held: dict[int, int]) -> tuple[bool, int]:
+        """Wait for the in-flight write and commit its batch. ``held``: first offsets of records
+        polled after it and not written yet, rewound with it if it fails. Returns (whether the
+        in-flight batch, if any, is committed; how many records it committed)."""
+        batch, self._inflight = self._inflight, None
+        if batch is None:
+            return True, 0
+        rewind_to = _earliest(batch.first, held)
+        assert batch.future is not None
+        try:
+            results = batch.future.result()
+        except BaseException:
+            self._abandon(rewind_to)
+            raise
+        done = self._complete(batch, results, rewind_to)
+        return done > 0, done
+
+    def _drop_inflight(self, held: dict[int, int]) -> None:
+        """Forget the in-flight batch (after its write has finished, whatever its outcome) and the
+        records polled after it."""
+        batch, self._inflight = self._inflight, None
+        if batch is None:
+            if held:
+                self._abandon(held)
+            return
+        assert batch.future is not None
+        with contextlib.suppress(BaseException):
+            batch.future.result()
+        self._abandon(_earliest(batch.first, held))
+
+    def _before_revoke(self) -> None:
+        """Called by the source inside a poll, before its partitions are revoked: commit the
+        in-flight batch while they are still ours."""
+        try:
+            self._drain({})
+        except IndexerError as err:  # dropped and rewound: the partitions' next owner re-reads it
+            log.warning("in-flight batch dropped at a rebalance: %s", err)
 
     def _abandon(self, first: dict[int, int]) -> None:
         """Forget an uncommitted batch: it is polled again (by us or the partition's new owner)."""
@@ -197,7 +347,7 @@ class Runner:
         while not stop.is_set():
             self.metrics.beat()
             try:
-                consumed = self.step()
+                consumed = self._advance()
                 self._maybe_lag()
                 backoff, last_error = 0.0, None
                 if consumed:
@@ -224,6 +374,7 @@ class Runner:
             if until_idle and deadline is not None and time.monotonic() > deadline:
                 why = f"last error: {last_error}" if last_error else self._describe_lag()
                 raise NotCaughtUp(f"not caught up after {self.idle_timeout_s:.0f}s without progress ({why})")
+        self._finish_inflight()
         self._publish_now()
         return self.stats
 
@@ -299,6 +450,7 @@ class Runner:
             self.dead_letters.close,
             self.view.close,
             self._server.close if self._server else None,
+            self._pool.shutdown if self._pool else None,
         ):
             if closer is None:
                 continue
