@@ -61,7 +61,7 @@ def embedded_runner(
     path: str | os.PathLike[str],
     *,
     name: str = "default",
-    batch_max: int = 500,
+    batch_max: int = 2000,
     batch_max_bytes: int = 16 * 1024 * 1024,
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     synchronous: Synchronous = "NORMAL",
@@ -70,7 +70,11 @@ def embedded_runner(
     metrics_port: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Runner:
-    """A :class:`Runner` keeping the projection of one SQLite file current with its log."""
+    """A :class:`Runner` keeping the projection of one SQLite file current with its log.
+
+    A batch is one write transaction: ``batch_max`` trades how long appenders may wait for the
+    write lock (well under a second per 2000 records) against the per-transaction cost that
+    dominates small batches (a catch-up of 2000-record batches is ~1.6x faster than of 500)."""
     if batch_max < 1:
         raise ValueError("batch_max must be at least 1")
     conn = open_embedded(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
