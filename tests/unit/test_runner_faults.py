@@ -328,11 +328,12 @@ def test_a_commit_lost_to_a_rebalance_drops_the_batch_and_carries_on(tmp_path: P
 
 
 @PIPELINE
-def test_a_rebalance_during_a_poll_commits_the_batch_in_flight_first(tmp_path: Path, pipeline: bool) -> None:
-    runner, source = _run(tmp_path, Faults(), pipeline=pipeline, rebalance_at=frozenset({3, 4, 7}))
+def test_a_rebalance_during_a_poll_finishes_the_write_in_flight_first(tmp_path: Path, pipeline: bool) -> None:
+    faults = Faults()
+    runner, source = _run(tmp_path, faults, pipeline=pipeline, rebalance_at=frozenset({3, 4, 7}))
     _assert_exact(tmp_path, runner)
-    if pipeline:  # the hook committed what was in flight: nothing was projected twice
-        assert runner.stats.replays == 1 and source.before_revoke is not None
+    if pipeline:  # the batches in flight were written, left uncommitted and projected again
+        assert source.before_revoke is not None and runner.stats.replays > 1
 
 
 def test_a_pipelined_runner_overlaps_the_next_projection_with_the_write(tmp_path: Path) -> None:

@@ -232,9 +232,10 @@ class Runner:
     # -- pipelined batches (views whose writes may overlap the next batch's projection) ----------
     def _step_pipelined(self) -> int:
         """Poll and project batch N+1 while the write of batch N is in flight, then commit N and
-        send N+1. N is committed before anything resets the session states (a new assignment, an
-        idle log) and, on Kafka, before the partitions are revoked; if N fails, N+1 is dropped too
-        and both are polled again. Returns how many records moved forward (0: none)."""
+        send N+1. N is finished before anything resets the session states (a new assignment, an
+        idle log); on Kafka its write completes before the partitions are revoked (it is then left
+        uncommitted, see :meth:`_before_revoke`). If N fails, N+1 is dropped too and both are
+        polled again. Returns how many records moved forward (0: none)."""
         try:
             poll = self.source.poll(self.batch_max, self.poll_timeout_s)
         except BaseException:
@@ -297,12 +298,20 @@ class Runner:
         self._abandon(_earliest(batch.first, held))
 
     def _before_revoke(self) -> None:
-        """Called by the source inside a poll, before its partitions are revoked: commit the
-        in-flight batch while they are still ours."""
-        try:
-            self._drain({})
-        except IndexerError as err:  # dropped and rewound: the partitions' next owner re-reads it
-            log.warning("in-flight batch dropped at a rebalance: %s", err)
+        """Called by the source inside a poll, before its partitions are revoked (on kafka-python's
+        network thread, where no blocking Kafka call is allowed). Waits until the in-flight write
+        has finished, so the partitions' next owner restores states from a view this worker no
+        longer writes to, then forgets the batch uncommitted: the next owner (maybe this worker)
+        projects it again from the committed offsets, as replays."""
+        batch, self._inflight = self._inflight, None
+        if batch is None:
+            return
+        assert batch.future is not None
+        with contextlib.suppress(BaseException):
+            batch.future.result()
+        self.processor.forget_states()
+        self.view.settle(False)
+        log.info("rebalance: the batch in flight is left uncommitted for the partitions' next owner")
 
     def _abandon(self, first: dict[int, int]) -> None:
         """Forget an uncommitted batch: it is polled again (by us or the partition's new owner)."""
