@@ -90,6 +90,7 @@ class OpenSearchView(ViewWrites):
         sleep: Callable[[float], None] = time.sleep,
         pinned_version: int | None = None,
         parallelism: int = 2,
+        max_bulk_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         overrides: dict[str, Any] = {}
         if hosts:
@@ -112,6 +113,8 @@ class OpenSearchView(ViewWrites):
         self.attempts = 0
         self.item_retries = 0
         self.parallelism = parallelism
+        #: Bulk requests are cut at this many body bytes (one record may exceed it alone).
+        self.max_bulk_bytes = max_bulk_bytes
 
     # -- schema ---------------------------------------------------------------------------------
     @os_edge_method("ensure schema")
@@ -220,20 +223,25 @@ class OpenSearchView(ViewWrites):
 
     # -- bulk -----------------------------------------------------------------------------------
     def _bulk_once(self, actions: Sequence[Action]) -> list[ItemResult]:
-        # One NDJSON body serialised by orjson (the client's own serialiser is json.dumps per line),
-        # and only the per-item status and error read back.
+        # NDJSON serialised by orjson (the client's own serialiser is json.dumps per line), cut into
+        # requests of at most ``max_bulk_bytes`` (in order), reading back only status and error.
         dumps = orjson.dumps
+        items: list[Any] = []
         parts: list[bytes] = []
+        size = 0
         for action in actions:
             index = self.events if action.target == "events" else self.sessions
-            meta = {"_index": index, "_id": action.doc_id, "routing": action.routing}
-            parts.append(dumps({action.op: meta}))
-            parts.append(dumps(action.body))
-        parts.append(b"")
-        response = self.client.bulk(body=b"\n".join(parts), params={"filter_path": _BULK_FILTER})
-        items = response.get("items")
-        if items is None or len(items) != len(actions):
-            raise ViewFailed(f"bulk response has {len(items or ())} items for {len(actions)} actions")
+            meta = dumps({action.op: {"_index": index, "_id": action.doc_id, "routing": action.routing}})
+            body = dumps(action.body)
+            if parts and size + len(meta) + len(body) + 2 > self.max_bulk_bytes:
+                items.extend(self._send(parts))
+                parts, size = [], 0
+            parts += (meta, body)
+            size += len(meta) + len(body) + 2
+        if parts:
+            items.extend(self._send(parts))
+        if len(items) != len(actions):
+            raise ViewFailed(f"bulk responses hold {len(items)} items for {len(actions)} actions")
         results = []
         for action, item in zip(actions, items, strict=True):
             (info,) = item.values()
@@ -243,6 +251,11 @@ class OpenSearchView(ViewWrites):
                 reason = f"{error.get('type')}: {error.get('reason')}"
             results.append(ItemResult(action, int(info.get("status", 500)), reason))
         return results
+
+    def _send(self, parts: list[bytes]) -> list[Any]:
+        parts.append(b"")
+        response = self.client.bulk(body=b"\n".join(parts), params={"filter_path": _BULK_FILTER})
+        return list(response.get("items") or ())
 
     @os_edge_method("bulk")
     def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:

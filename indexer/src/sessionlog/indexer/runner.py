@@ -19,18 +19,17 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sessionlog.indexer.batch import BatchProcessor, PreparedBatch
+from sessionlog.indexer.batch import BatchProcessor
 from sessionlog.indexer.errors import IndexerError, NotCaughtUp, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
+from sessionlog.indexer.pipeline import Batch, PipelinedSteps
 from sessionlog.indexer.ports import (
     Commit,
     DeadLetters,
-    Entry,
     EntrySource,
-    InvalidEntry,
     RevokeAware,
     SessionView,
     WriteResult,
@@ -59,27 +58,7 @@ class RunStats:
     reasons: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
-@dataclass
-class _Batch:
-    """A polled batch between its projection and its commit."""
-
-    entries: list[Entry | InvalidEntry]
-    prepared: PreparedBatch
-    through: dict[int, int]
-    first: dict[int, int]
-    started: float
-    future: Future[list[WriteResult]] | None = None
-
-
-def _earliest(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
-    """Per partition, the lower of two first offsets."""
-    out = dict(a)
-    for partition, offset in b.items():
-        out[partition] = min(offset, out.get(partition, offset))
-    return out
-
-
-class Runner:
+class Runner(PipelinedSteps):
     """Keeps ``view`` current with ``source``, parking what cannot be projected in ``dead_letters``.
 
     The runner owns the three adapters: :meth:`close` closes them."""
@@ -125,7 +104,7 @@ class Runner:
         self.last_lag: int | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self._inflight: _Batch | None = None
+        self._inflight: Batch | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlog-write") if pipeline else None
         if pipeline and isinstance(source, RevokeAware):
             source.before_revoke = self._before_revoke
@@ -194,9 +173,9 @@ class Runner:
         except BaseException:
             self._abandon(first)
             raise
-        return self._complete(_Batch(poll.entries, prepared, through, first, started), results, first)
+        return self._complete(Batch(poll.entries, prepared, through, first, started), results, first)
 
-    def _complete(self, batch: _Batch, results: list[WriteResult], rewind_to: dict[int, int]) -> int:
+    def _complete(self, batch: Batch, results: list[WriteResult], rewind_to: dict[int, int]) -> int:
         """Park the batch's dead letters and commit it; on any failure forget it (rewinding to
         ``rewind_to``) and re-raise. The number of records committed (0: the group rebalanced)."""
         try:
@@ -228,90 +207,6 @@ class Runner:
             self.stats.reasons[letter.error_class] += 1
             self.metrics.dead_lettered.labels(reason=letter.error_class).inc()
         return len(batch.entries)
-
-    # -- pipelined batches (views whose writes may overlap the next batch's projection) ----------
-    def _step_pipelined(self) -> int:
-        """Poll and project batch N+1 while the write of batch N is in flight, then commit N and
-        send N+1. N is finished before anything resets the session states (a new assignment, an
-        idle log); on Kafka its write completes before the partitions are revoked (it is then left
-        uncommitted, see :meth:`_before_revoke`). If N fails, N+1 is dropped too and both are
-        polled again. Returns how many records moved forward (0: none)."""
-        try:
-            poll = self.source.poll(self.batch_max, self.poll_timeout_s)
-        except BaseException:
-            self._drop_inflight({})
-            raise
-        held = through_and_first(poll.entries)[1]
-        done = 0
-        if poll.assignment_changed:
-            committed, done = self._drain(held)
-            self.processor.forget_states()
-            self.metrics.lag.clear()
-            if not committed:
-                return 0
-        if not poll.entries:
-            return self._drain({})[1] + done
-        started = time.monotonic()
-        through, first = through_and_first(poll.entries)
-        try:
-            prepared = self.processor.prepare(poll.entries)
-        except BaseException:
-            self._drop_inflight(first)
-            raise
-        committed, drained = self._drain(first)
-        if not committed:
-            return 0
-        assert self._pool is not None
-        batch = _Batch(poll.entries, prepared, through, first, started)
-        batch.future = self._pool.submit(self.processor.write, prepared)
-        self._inflight = batch
-        return done + drained + len(poll.entries)
-
-    def _drain(self, held: dict[int, int]) -> tuple[bool, int]:
-        """Wait for the in-flight write and commit its batch. ``held``: first offsets of records
-        polled after it and not written yet, rewound with it if it fails. Returns (whether the
-        in-flight batch, if any, is committed; how many records it committed)."""
-        batch, self._inflight = self._inflight, None
-        if batch is None:
-            return True, 0
-        rewind_to = _earliest(batch.first, held)
-        assert batch.future is not None
-        try:
-            results = batch.future.result()
-        except BaseException:
-            self._abandon(rewind_to)
-            raise
-        done = self._complete(batch, results, rewind_to)
-        return done > 0, done
-
-    def _drop_inflight(self, held: dict[int, int]) -> None:
-        """Forget the in-flight batch (after its write has finished, whatever its outcome) and the
-        records polled after it."""
-        batch, self._inflight = self._inflight, None
-        if batch is None:
-            if held:
-                self._abandon(held)
-            return
-        assert batch.future is not None
-        with contextlib.suppress(BaseException):
-            batch.future.result()
-        self._abandon(_earliest(batch.first, held))
-
-    def _before_revoke(self) -> None:
-        """Called by the source inside a poll, before its partitions are revoked (on kafka-python's
-        network thread, where no blocking Kafka call is allowed). Waits until the in-flight write
-        has finished, so the partitions' next owner restores states from a view this worker no
-        longer writes to, then forgets the batch uncommitted: the next owner (maybe this worker)
-        projects it again from the committed offsets, as replays."""
-        batch, self._inflight = self._inflight, None
-        if batch is None:
-            return
-        assert batch.future is not None
-        with contextlib.suppress(BaseException):
-            batch.future.result()
-        self.processor.forget_states()
-        self.view.settle(False)
-        log.info("rebalance: the batch in flight is left uncommitted for the partitions' next owner")
 
     def _abandon(self, first: dict[int, int]) -> None:
         """Forget an uncommitted batch: it is polled again (by us or the partition's new owner)."""
