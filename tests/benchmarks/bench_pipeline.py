@@ -128,6 +128,8 @@ def scaling(events: int, workers: list[int], console: Console) -> dict[str, Any]
                 "indexed": sum(r["indexed"] for r in reports),
                 "cpu": split,
             }
+            schema.refresh()
+            row["documents"] = int(schema.client.count(index=schema.events)["count"])  # exactly n_events
             rows.append(row)
             console.print(row)
             schema.drop()
