@@ -115,6 +115,7 @@ class OpenSearchView(ViewWrites):
         self.parallelism = parallelism
         #: Bulk requests are cut at this many body bytes (one record may exceed it alone).
         self.max_bulk_bytes = max_bulk_bytes
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- schema ---------------------------------------------------------------------------------
     @os_edge_method("ensure schema")
@@ -274,8 +275,9 @@ class OpenSearchView(ViewWrites):
         groups: list[list[tuple[int, Action]]] = [[] for _ in range(self.parallelism)]
         for index, action in enumerate(actions):
             groups[zlib.crc32(action.routing.encode()) % self.parallelism].append((index, action))
-        with ThreadPoolExecutor(max_workers=self.parallelism, thread_name_prefix="sessionlog-bulk") as pool:
-            parts = list(pool.map(lambda group: self._bulk_serial(group, None), [g for g in groups if g]))
+        if self._pool is None:  # kept for the view's life: no thread start-up per batch
+            self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="sessionlog-bulk")
+        parts = list(self._pool.map(lambda group: self._bulk_serial(group, None), [g for g in groups if g]))
         merged: dict[int, ItemResult] = {}
         for group, results in zip([g for g in groups if g], parts, strict=True):
             for (index, _), result in zip(group, results, strict=True):
@@ -474,5 +476,8 @@ class OpenSearchView(ViewWrites):
         return self.pinned_version is None
 
     def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         with contextlib.suppress(Exception):
             self.client.close()
