@@ -396,3 +396,26 @@ def test_until_idle_waits_out_an_outage_once_it_has_worked(tmp_path: Path) -> No
     runner.run(until_idle=True)
     assert faults.hits["bulk"] == 3 and source.caught_up()
     runner.close()
+
+
+def test_a_failed_pipelined_write_leaves_the_states_to_the_projecting_thread(tmp_path: Path) -> None:
+    faults = Faults()
+    source = MemorySource(faults, _records())
+    view = FaultyView(faults, SQLiteView(tmp_path / "view.db"))
+    runner = Runner(source, view, MemoryDeadLetters(faults), batch_max=16, poll_timeout_s=0.0, pipeline=True)
+    runner.step()  # a first batch committed (serially): its sessions have states
+    faults.arm("bulk", ViewUnavailable("bulk failed"))
+    assert runner._advance() > 0  # the next batch is projected; its write fails on the writer thread
+    inflight = runner._inflight
+    assert inflight is not None and inflight.future is not None
+    with pytest.raises(ViewUnavailable):
+        inflight.future.result()
+    # The writer thread did not touch the states: the projecting thread is advancing them meanwhile.
+    assert set(inflight.prepared.touched) <= set(runner.processor.states)
+    committed = dict(source.committed)
+    with pytest.raises(ViewUnavailable):
+        runner._advance()  # the failure surfaces here: both batches dropped, the source rewound
+    assert runner.processor.states == {} and runner._inflight is None
+    assert source.position == committed
+    runner.run(until_idle=True)
+    _assert_exact(tmp_path, runner)

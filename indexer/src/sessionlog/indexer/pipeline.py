@@ -102,7 +102,9 @@ class PipelinedSteps:
             return 0
         assert self._pool is not None
         batch = Batch(poll.entries, prepared, through, first, started)
-        batch.future = self._pool.submit(self.processor.write, prepared)
+        # The writer thread only writes: it must not touch the session states, which this thread
+        # is advancing over the next batch meanwhile (a failed write is forgotten here, in _drain).
+        batch.future = self._pool.submit(self.view.write, prepared.actions)
         self._inflight = batch
         return done + drained + len(poll.entries)
 
