@@ -44,6 +44,7 @@ PURE_MODULES = (
     "sessionlog.indexer.document",
     "sessionlog.indexer.textfold",
     "sessionlog.indexer.fold",
+    "sessionlog.indexer.fold_types",
     "sessionlog.indexer.projector",
     "sessionlog.indexer.deadletter",
     "sessionlog.query.builder",
