@@ -19,9 +19,9 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from sessionlog.indexer.textfold import WORD_RE, fold
+from sessionlog.indexer.textfold import WORD_RE, fold, is_cjk, mixed_key
 from sessionlog.query.builder import QueryPlan
-from sessionlog.query.scoring import fuzzy_budget, score_text, typo_match
+from sessionlog.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
 
 __all__ = ["ARGS_WEIGHT", "SCAN_MAX_CHARS", "SCAN_MAX_ROWS", "page_hints", "scan_rank"]
 
@@ -58,6 +58,7 @@ def scan_rank(
     scored: list[tuple[float, int, str, int]] = []
     texts: dict[int, str] = {}
     chars = 0
+    needles = [pieces(word) for word in plan.words]
     rows = conn.execute(
         f"SELECT e.rid, e.seq, e.session_id, e.type, e.text FROM events e WHERE {sql}", params
     )
@@ -67,6 +68,8 @@ def scan_rank(
         chars += len(text)
         if chars > SCAN_MAX_CHARS:
             return None
+        if not may_match(fold(text.lower()), needles, partial):
+            continue
         weight = ARGS_WEIGHT if kind == "tool/call" else 1.0
         score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
         if score is not None:
@@ -75,6 +78,39 @@ def scan_rank(
     scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
     top = [(rid, score) for score, _, _, rid in scored[:need]]
     return top, {rid: texts[rid] for rid, _ in top}
+
+
+def pieces(word: str) -> list[str] | None:
+    """Strings one of which the folded text of any entry this (folded) query word matches at any
+    tier holds (``None``: no such cheap test). Every tier but the typo one contains the word (its
+    parts, for an identifier); a typo within the budget leaves one of the word's ``budget + 1``
+    pieces (separated by one character, so that an edit, an adjacent swap included, breaks at most
+    one) intact. Words with digits keep them exact under their own rule: not filtered."""
+    if is_compound(word):
+        parts = [pieces(part) for part in WORD_RE.findall(word)]
+        if not parts or any(p is None for p in parts):
+            return None
+        return [needle for part in parts for needle in part or ()]  # one part present: necessary
+    if is_cjk(word):
+        return [word]
+    if mixed_key(word) is not None:
+        return None
+    budget = fuzzy_budget(word)
+    if not budget:
+        return [word] if word else None
+    size = (len(word) - budget) // (budget + 1)
+    if size < 2:
+        return None
+    cuts = range(0, len(word), size + 1)
+    found = [word[at : at + size] for at in cuts][: budget + 1]
+    found[-1] = word[cuts[budget] :]
+    return found
+
+
+def may_match(folded: str, needles: Sequence[list[str] | None], partial: bool) -> bool:
+    """Whether the folded text can match: every word (``partial``: one) has a piece in it."""
+    hits = (n is None or any(piece in folded for piece in n) for n in needles)
+    return any(hits) if partial else all(hits)
 
 
 def page_hints(words: Sequence[str], texts: Sequence[str]) -> list[str]:
