@@ -94,3 +94,23 @@ def test_the_console_refuses_a_public_address_without_a_token(
     monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "short")
     result = CliRunner().invoke(app, ["console", "--port", "1"])
     assert result.exit_code == 2 and "SESSIONLOG_CURSOR_KEY" in result.output
+
+
+def test_since_and_until_bound_the_search(cli_env: Path) -> None:
+    # Entry k of the paging corpus is written at 09:(k // 3):01; minutes 10 to 19 hold 30 of them.
+    code, out = search(
+        "zeppelin", "-w", "ws-page", "--since", "2026-11-30T09:10", "--until", "2026-11-30T09:19:59",
+        "--all", "--json",
+    )  # fmt: skip
+    assert code == 0
+    matches = [orjson.loads(line) for line in out.splitlines()]
+    assert len(matches) == 30 == len({m["entry_id"] for m in matches})
+    assert {m["created_at"][11:16] for m in matches} == {f"09:{minute}" for minute in range(10, 20)}
+    code, out = search("zeppelin", "-w", "ws-page", "--until", "2026-11-29", "--json")
+    assert code == 0 and orjson.loads(out)["matches"] == []
+
+
+def test_a_malformed_time_bound_is_one_line_and_exit_2(cli_env: Path) -> None:
+    result = CliRunner().invoke(app, ["search", "zeppelin", "-w", "ws-page", "--since", "yesterday"])
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0 and "--since" in result.output

@@ -11,8 +11,9 @@ from starlette.datastructures import Headers
 
 from sessionlog.console.security import Guard, safe_next, same_origin
 from sessionlog.console.settings import Access, ConsoleSettings, Grants, is_loopback
-from sessionlog.console.views import highlight, lineage_from_listing, parse_time, within
-from sessionlog.query import SessionHeader, SessionMatch, SessionRecord
+from sessionlog.console.views import highlight, lineage_from_listing
+from sessionlog.query import SessionHeader, SessionRecord
+from sessionlog.query.contract import parse_time
 
 
 def test_highlight_marks_typos_accents_and_inner_words_and_escapes_the_rest() -> None:
@@ -70,14 +71,6 @@ def test_time_filters() -> None:
     assert parse_time("2026-11-30T10:00+01:00") == datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
     with pytest.raises(ValueError):
         parse_time("yesterday")
-    match = SessionMatch(
-        session_id="s", entry_id="s:1", seq=1, kind="user/message", excerpt="x",
-        created_at=datetime(2026, 11, 30, 12, tzinfo=UTC),
-    )  # fmt: skip
-    assert within(match, None, None)
-    assert within(match, parse_time("2026-11-30"), parse_time("2026-11-30", end=True))
-    assert not within(match, parse_time("2026-12-01"), None)
-    assert not within(match.model_copy(update={"created_at": None}), parse_time("2026-11-30"), None)
 
 
 def test_token_settings_and_grants(monkeypatch: pytest.MonkeyPatch) -> None:

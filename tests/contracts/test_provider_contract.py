@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -74,6 +75,8 @@ def test_own_appends_are_searchable_before_and_after_indexing(harness: Harness) 
     other = harness.provider(Scope.workspace("ws-elsewhere"), live=log)
     before = session.search(SessionQueryRequest(query="zurich forcast"))
     assert _keys(before) == [(sid, 1)] and before.source == "persisted+live"
+    later = corpus.BASE + timedelta(seconds=2)  # the live entry's time is BASE + 1 s
+    assert session.search(SessionQueryRequest(query="zurich forcast", since=later)).matches == ()
     assert [m.seq for m in session.search(SessionQueryRequest(query="")).matches] == [1, 0]
     assert other.search(SessionQueryRequest(query="zurich")).matches == ()  # never another scope
     harness.index()  # the indexer's position passes the entry: it is released
@@ -253,6 +256,60 @@ def test_searched_counts_in_scope_entries_of_the_requested_kinds(loaded: Harness
         r for r in RECORDS if r["session_id"] == "s-00" and r.get("type") in ("turn/start", "tool/result")
     ]
     assert kinds.searched == len(expected)
+
+
+def _in_range(record: dict[str, Any], low: datetime, high: datetime) -> bool:
+    return low <= corpus.instant(record) <= high
+
+
+def test_time_range_bounds_browse_and_search_inclusively(loaded: Harness) -> None:
+    provider = loaded.provider(Scope.workspace("ws-0"))
+    # The same instant written with another offset: bounds compare instants, not text.
+    low = datetime(2026, 11, 1, 8, 0, tzinfo=timezone(timedelta(hours=5)))
+    high = corpus.BASE + timedelta(hours=3, seconds=20)
+    browse = provider.search(SessionQueryRequest(query="", limit=50, since=low, until=high))
+    expected = [r for r in _searchable({"s-00", "s-03", "s-06"}) if _in_range(r, low, high)]
+    assert sorted(_keys(browse)) == sorted((r["session_id"], r["seq"]) for r in expected)
+    assert {sid for sid, _ in _keys(browse)} == {"s-03"} and (("s-03", 20) in _keys(browse))
+    later = provider.search(SessionQueryRequest(query="billing", limit=50, since="2026-11-01T03:00:00Z"))
+    assert sorted(_keys(later)) == [("s-03", 5), ("s-06", 5)]
+    earlier = provider.search(SessionQueryRequest(query="billing", limit=50, until=low))
+    assert _keys(earlier) == [("s-00", 5)]
+
+
+def test_time_range_pages_add_up_and_bind_the_cursor(loaded: Harness) -> None:
+    provider = loaded.provider(Scope.workspace("ws-0"))
+    bounds = {"since": corpus.BASE + timedelta(hours=3), "until": corpus.BASE + timedelta(hours=6, seconds=9)}
+    whole = _keys(provider.search(SessionQueryRequest(query="", limit=50, **bounds)))
+    paged: list[tuple[str, int]] = []
+    request = SessionQueryRequest(query="", limit=7, **bounds)
+    while True:
+        page = provider.search(request)
+        paged.extend(_keys(page))
+        if page.next_cursor is None:
+            break
+        request = request.model_copy(update={"cursor": page.next_cursor})
+    assert paged == whole and len(set(paged)) == len(paged)
+    first = provider.search(SessionQueryRequest(query="", limit=7, **bounds))
+    assert first.next_cursor is not None
+    with pytest.raises(SessionQueryError) as err:  # the cursor belongs to its range
+        provider.search(SessionQueryRequest(query="", limit=7, cursor=first.next_cursor))
+    assert err.value.code == "SESSION_QUERY_INVALID_CURSOR"
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {"since": datetime(2026, 11, 1)},  # no time zone
+        {"until": "yesterday"},
+        {"since": 1764547200},
+        {"since": "2026-11-02T00:00:00Z", "until": "2026-11-01T00:00:00Z"},
+    ],
+)
+def test_a_bad_time_bound_is_invalid_filter(loaded: Harness, bounds: dict[str, Any]) -> None:
+    with pytest.raises(SessionQueryError) as err:
+        loaded.provider(Scope.workspace("ws-0")).search(SessionQueryRequest(query="billing", **bounds))
+    assert err.value.code == "SESSION_QUERY_INVALID_FILTER"
 
 
 # -- validation ------------------------------------------------------------------------------------

@@ -124,6 +124,18 @@ def search(
         int | None, typer.Option("--limit", "-n", help="Matches per page (10; 50 with --all).")
     ] = None,
     kinds: Annotated[list[str] | None, typer.Option("--kind")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only entries at or after this time (2026-11-30 or 2026-11-30T10:00, UTC)."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until", help="Only entries at or before this time (a bare date means its whole day)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (or error) as JSON.")] = False,
     cursor: Annotated[
         str | None,
@@ -136,7 +148,7 @@ def search(
 ) -> None:
     """Scoped, typo- and accent-tolerant search (SESSIONLOG_CURSOR_KEY: cursors work across processes)."""
     from sessionlog.backend import open_provider
-    from sessionlog.cli.search_pages import print_all, print_next
+    from sessionlog.cli.search_pages import print_all, print_next, time_option
     from sessionlog.query import DEFAULT_LIMIT, MAX_LIMIT, SessionQueryRequest, render_result
 
     with _errors(as_json):
@@ -148,6 +160,8 @@ def search(
                 limit=limit if limit is not None else (MAX_LIMIT if all_pages else DEFAULT_LIMIT),
                 kinds=tuple(kinds or ()),
                 cursor=cursor,
+                since=time_option("--since", since),
+                until=time_option("--until", until, end=True),
             )
             if all_pages:
                 print_all(

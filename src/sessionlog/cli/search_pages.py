@@ -8,15 +8,27 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
 
-from sessionlog.query import MAX_LIMIT, SessionQueryRequest, SessionQueryResult
+from sessionlog.query import MAX_LIMIT, SessionQueryError, SessionQueryRequest, SessionQueryResult
+from sessionlog.query.contract import parse_time
 from sessionlog.query.cursor import MAX_PAGED
 
-__all__ = ["iter_pages", "print_all", "print_next"]
+__all__ = ["iter_pages", "print_all", "print_next", "time_option"]
+
+
+def time_option(flag: str, value: str | None, *, end: bool = False) -> datetime | None:
+    """``--since``/``--until`` as typed (a date, a local-less time taken as UTC, or RFC 3339);
+    a malformed one is INVALID_FILTER, printed as one line with exit code 2."""
+    try:
+        return parse_time(value, end=end)
+    except ValueError:
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_FILTER", f"{flag} needs a date like 2026-11-30 or 2026-11-30T10:00"
+        ) from None
 
 
 def iter_pages(provider: Any, request: SessionQueryRequest) -> Iterator[SessionQueryResult]:

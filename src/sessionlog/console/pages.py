@@ -25,10 +25,9 @@ from sessionlog.console.views import (
     LineageView,
     highlight,
     lineage_from_listing,
-    parse_time,
-    within,
 )
 from sessionlog.query import EventRecordView, ReadEventResult, Scope, SessionQueryError, SessionQueryRequest
+from sessionlog.query.contract import parse_time
 
 __all__ = ["export", "forget", "health", "replay", "search", "session"]
 
@@ -139,7 +138,7 @@ async def search(request: Request, access: Access) -> Response:
         raise Page(404, f"no workspace {unknown[0]!r} among the workspaces you can see")
     selected = form.workspaces or sorted(known)
     if not selected:
-        return render(request, "search.html", result=None, rows=[], hidden=0, empty=True, **context)
+        return render(request, "search.html", result=None, rows=[], empty=True, **context)
     try:
         low, high = parse_time(form.time_from), parse_time(form.time_to, end=True)
     except ValueError:
@@ -151,19 +150,19 @@ async def search(request: Request, access: Access) -> Response:
             kinds=tuple(form.kinds),
             limit=PAGE_SIZE,
             cursor=form.cursor,
+            since=low,
+            until=high,
         )
     )
     scope = await _call(lambda: _scope(selected))
     result = await _call(lambda: source.search(scope, request_model))
-    shown = [m for m in result.matches if within(m, low, high)]
-    rows = [(m, highlight(m.excerpt, form.query)) for m in shown]
+    rows = [(m, highlight(m.excerpt, form.query)) for m in result.matches]
     next_link = form.link(cursor=result.next_cursor, page=form.page + 1) if result.next_cursor else None
     return render(
         request,
         "search.html",
         result=result,
         rows=rows,
-        hidden=len(result.matches) - len(shown),
         empty=False,
         first=(form.page - 1) * PAGE_SIZE,
         next_link=next_link,

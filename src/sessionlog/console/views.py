@@ -14,16 +14,14 @@ from markupsafe import Markup, escape
 from rapidfuzz.distance import Levenshtein
 
 from sessionlog.indexer.textfold import WORD_RE, fold
-from sessionlog.query import SessionMatch, SessionRecord
+from sessionlog.query import SessionRecord
 
 __all__ = [
     "SEARCH_KINDS",
     "LineageView",
     "highlight",
     "lineage_from_listing",
-    "parse_time",
     "query_words",
-    "within",
 ]
 
 #: The kinds offered as filters (message types are searched when none is chosen).
@@ -70,31 +68,6 @@ def highlight(text: str, query: str) -> Markup:
             last = found.end()
     out.append(str(escape(text[last:])))
     return Markup("".join(out))
-
-
-def parse_time(value: str | None, *, end: bool = False) -> datetime | None:
-    """A time filter bound from a form: ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM[:SS]`` (UTC when it has no
-    offset) or RFC 3339. A bare date as the ``end`` bound means the end of that day. ValueError if
-    malformed."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if len(text) == 10 and end:
-        parsed = parsed.replace(hour=23, minute=59, second=59, microsecond=999999)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
-
-
-def within(match: SessionMatch, low: datetime | None, high: datetime | None) -> bool:
-    """Whether a match's time is inside ``[low, high]`` (a match without a time only without bounds)."""
-    if low is None and high is None:
-        return True
-    when = match.created_at
-    if when is None:
-        return False
-    return (low is None or when >= low) and (high is None or when <= high)
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sessionlog.indexer.textfold import WORD_RE, is_cjk, mixed_key
@@ -54,6 +55,9 @@ class QueryPlan:
     default_kinds: bool
     limit: int = 10
     exclude_tools: tuple[str, ...] = (SEARCH_TOOL_NAME,)
+    #: Inclusive bounds on the entry's time (aware datetimes), ``None`` when open.
+    since: datetime | None = None
+    until: datetime | None = None
 
     @property
     def browse(self) -> bool:
@@ -184,6 +188,9 @@ def _occurrences(word: str) -> list[dict[str, Any]]:
 
 def _filters(plan: QueryPlan) -> list[dict[str, Any]]:
     clauses = [*plan.filters, {"terms": {"type": list(plan.kinds)}}, {"term": {"has_text": True}}]
+    if plan.since is not None or plan.until is not None:
+        bounds = {"gte": plan.since, "lte": plan.until}
+        clauses.append({"range": {"time": {k: v.isoformat() for k, v in bounds.items() if v is not None}}})
     return clauses
 
 

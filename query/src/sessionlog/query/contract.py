@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -22,6 +22,8 @@ __all__ = [
     "SessionQueryRequest",
     "SessionQueryResult",
     "check_request_fields",
+    "parse_time",
+    "time_bound",
 ]
 
 DEFAULT_LIMIT = 10
@@ -41,7 +43,7 @@ SELF_TOOL_NAMES: tuple[str, ...] = (
 #: An entry kind: one to four ``/``-separated parts of lowercase letters, digits, ``_.-``.
 KIND_RE: Final = re.compile(r"[a-z0-9_.-]{1,48}(/[a-z0-9_.-]{1,48}){0,3}")
 _FIELDS: Final = frozenset(
-    {"session_id", "query", "kinds", "limit", "excerpt_bytes", "cursor", "exclude_tools"}
+    {"session_id", "query", "kinds", "limit", "excerpt_bytes", "cursor", "exclude_tools", "since", "until"}
 )
 
 
@@ -54,7 +56,8 @@ def check_request_fields(data: Mapping[str, Any]) -> None:
     (INVALID_SCOPE), ``query`` text (INVALID_QUERY), ``kinds`` a list or tuple of kinds that match
     :data:`KIND_RE` in full (INVALID_FILTER), ``limit`` and ``excerpt_bytes`` integers, never
     booleans, floats or numeric text (INVALID_LIMIT), ``cursor`` text (INVALID_CURSOR),
-    ``exclude_tools`` a list or tuple of names (INVALID_FILTER), no other field (INVALID_QUERY).
+    ``exclude_tools`` a list or tuple of names (INVALID_FILTER), ``since`` and ``until`` times with a
+    time zone, as ``datetime`` or RFC 3339 text (INVALID_FILTER), no other field (INVALID_QUERY).
     Ranges are checked by :func:`~sessionlog.query.plan.plan_request`."""
     unknown = sorted(str(key) for key in data if key not in _FIELDS)
     if unknown:
@@ -84,6 +87,44 @@ def check_request_fields(data: Mapping[str, Any]) -> None:
     exclude_tools = data.get("exclude_tools", ())
     if not isinstance(exclude_tools, list | tuple) or not all(isinstance(n, str) for n in exclude_tools):
         raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "exclude_tools must be a list of tool names")
+    for name in ("since", "until"):
+        bound = data.get(name)
+        if bound is not None:
+            time_bound(name, bound)
+
+
+def time_bound(name: str, value: object) -> datetime:
+    """A ``since``/``until`` bound as an aware ``datetime``: a ``datetime`` with a time zone or RFC
+    3339 text with an offset (``Z`` allowed); anything else is INVALID_FILTER."""
+    moment: datetime | None = None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str) and len(value) <= 64:
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            moment = None
+    if moment is None or moment.tzinfo is None or moment.utcoffset() is None:
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_FILTER",
+            f"{name} must be a time with a time zone, such as 2026-11-30T10:00:00Z",
+        )
+    return moment
+
+
+def parse_time(value: str | None, *, end: bool = False) -> datetime | None:
+    """A time bound as people type it (CLI flags, console forms): ``YYYY-MM-DD``,
+    ``YYYY-MM-DDTHH:MM[:SS]`` (UTC when it has no offset) or RFC 3339. A bare date as the ``end``
+    bound means the end of that day. ``None`` for empty text; ValueError if malformed."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if len(text) == 10 and end:
+        parsed = parsed.replace(hour=23, minute=59, second=59, microsecond=999999)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 class _Frozen(BaseModel):
@@ -106,6 +147,10 @@ class SessionQueryRequest(_Frozen):
     #: Tool names whose calls and results a default-kinds search leaves out (the searching tools' own
     #: calls, whatever the operator named them). At most 32 names of at most 512 characters.
     exclude_tools: tuple[str, ...] = SELF_TOOL_NAMES
+    #: Only entries written at or after this time (inclusive; needs a time zone).
+    since: datetime | None = None
+    #: Only entries written at or before this time (inclusive; needs a time zone).
+    until: datetime | None = None
 
     @model_validator(mode="before")
     @classmethod

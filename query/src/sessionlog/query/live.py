@@ -110,6 +110,10 @@ def live_matches(
                 continue
             if plan.default_kinds and record.tool_name in plan.exclude_tools:
                 continue
+            if (plan.since is not None and record.time < plan.since) or (
+                plan.until is not None and record.time > plan.until
+            ):
+                continue
             records.append(record)
     out = []
     for record in records:

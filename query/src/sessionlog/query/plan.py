@@ -19,6 +19,7 @@ from sessionlog.query.contract import (
     KIND_RE,
     SessionQueryRequest,
     check_request_fields,
+    time_bound,
 )
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.scope import Scope
@@ -46,7 +47,8 @@ def plan_request(
     """Validate ``request`` against ``scope`` and return the plan and the narrowing session id.
 
     Raises INVALID_QUERY, INVALID_SCOPE, SESSION_NOT_FOUND (a session the scope cannot admit, told
-    apart from a missing one by nothing), INVALID_LIMIT or INVALID_FILTER."""
+    apart from a missing one by nothing), INVALID_LIMIT or INVALID_FILTER (a bad kind, tool name or
+    time bound, or ``since`` after ``until``)."""
     if not isinstance(request, SessionQueryRequest):
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "expected a SessionQueryRequest")
     # Again: ``model_construct`` and ``model_copy(update=...)`` skip the model's own validation.
@@ -86,6 +88,10 @@ def plan_request(
         raise SessionQueryError(
             "SESSION_QUERY_INVALID_QUERY", f"query has {len(raw_words)} words; at most {MAX_QUERY_WORDS}"
         )
+    since = None if request.since is None else time_bound("since", request.since)
+    until = None if request.until is None else time_bound("until", request.until)
+    if since is not None and until is not None and since > until:
+        raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "since is after until")
     filters: list[dict[str, Any]] = [scope.filter()]
     if session_id is not None:
         filters.append({"term": {"session_id": session_id}})
@@ -99,6 +105,8 @@ def plan_request(
         default_kinds=not request.kinds,
         limit=limit,
         exclude_tools=tuple(dict.fromkeys(exclude_tools)),
+        since=since,
+        until=until,
     )
     return plan, session_id
 

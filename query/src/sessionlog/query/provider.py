@@ -152,6 +152,8 @@ class ProviderCore:
             plan.limit,
             budget,
             plan.exclude_tools,
+            None if plan.since is None else plan.since.isoformat(),
+            None if plan.until is None else plan.until.isoformat(),
         )
         seen: list[str] = []
         partial = False

@@ -35,7 +35,7 @@ import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Unpack
 
 import orjson
@@ -66,6 +66,11 @@ __all__ = [
 LOG_TOPIC: Final = "log"
 _CHUNK: Final = 500  # rids per ``IN`` list
 _EPSILON: Final = 1e-9
+
+
+def _micros(moment: datetime) -> int:
+    """The ``events.time_us`` value of an aware time: microseconds since the Unix epoch."""
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +164,12 @@ class SQLiteEngine:
             names = ",".join("?" * len(plan.exclude_tools))
             sql += f" AND (e.tool_name IS NULL OR e.tool_name NOT IN ({names}))"
             params.extend(plan.exclude_tools)
+        if plan.since is not None:
+            sql += " AND e.time_us >= ?"
+            params.append(_micros(plan.since))
+        if plan.until is not None:
+            sql += " AND e.time_us <= ?"
+            params.append(_micros(plan.until))
         return sql, params
 
     def _count(
