@@ -202,7 +202,12 @@ def _index_is_complete(db: Path, vocab: dict[str, list[str]], query: str, scope:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(query=queries(), scope=st.integers(0, len(SCOPES) - 1), limit=st.integers(1, 12))
+@given(
+    query=queries(),
+    scope=st.integers(0, len(SCOPES) - 1),
+    limit=st.integers(1, 12),
+    since=st.none() | st.integers(0, 50),
+)
 def test_scanning_a_small_scope_ranks_like_the_index(
     db: Path,
     vocab: dict[str, list[str]],
@@ -210,9 +215,12 @@ def test_scanning_a_small_scope_ranks_like_the_index(
     query: str,
     scope: int,
     limit: int,
+    since: int | None,
 ) -> None:
     assume(_index_is_complete(db, vocab, query, SCOPES[scope]))
-    request = SessionQueryRequest(query=query, limit=limit)
+    request = SessionQueryRequest(
+        query=query, limit=limit, since=None if since is None else T0 + timedelta(minutes=since)
+    )
     scanned = providers[(scope, True)].search(request)
     indexed = providers[(scope, False)].search(request)
     _same(scanned, indexed)
