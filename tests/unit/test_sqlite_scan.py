@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.textfold import WORD_RE
+from sessionlog.indexer.textfold import WORD_RE, fold
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog, connect
 from sessionlog.query import Scope, SessionQueryRequest, SessionQueryResult
 from sessionlog.query.candidates import scope_workspaces, typo_candidates
 from sessionlog.query.plan import plan_request
-from sessionlog.query.scoring import fuzzy_budget, is_compound, typo_match
+from sessionlog.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
 from sessionlog.query.sqlite_provider import SQLiteProvider
-from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, page_hints
+from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, may_match, needle, page_hints
 
 WORDS = [
     "report",
@@ -257,3 +257,20 @@ def test_hints_are_the_page_words_within_the_typo_budget() -> None:
         "repo",
         "reports",
     ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from([*WORDS, "repot", "reprot", "rpeort", "Zurich!", "get", "type"]), max_size=8
+    ),
+    word=queries(),
+    seed=st.integers(0, 2**16),
+)
+def test_the_cheap_test_never_drops_an_entry_that_matches(text: list[str], word: str, seed: int) -> None:
+    rng = random.Random(seed)
+    body = " ".join(_edit(rng, t) if rng.random() < 0.3 else t for t in text)
+    plan, _ = plan_request(SessionQueryRequest(query=word), Scope.workspace("w"), 50)
+    for partial in (False, True):
+        if score_text(body, plan.raw_words, plan.words, partial=partial) is not None:
+            assert may_match(fold(body.lower()), [needle(w) for w in plan.words], partial), (body, word)

@@ -17,13 +17,26 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from sessionlog.indexer.textfold import WORD_RE, fold, is_cjk, mixed_key
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
+from sessionlog.indexer.textfold import WORD_RE, fold, is_cjk, mixed_key, word_tokens
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
 
-__all__ = ["ARGS_WEIGHT", "SCAN_MAX_CHARS", "SCAN_MAX_ROWS", "page_hints", "scan_rank"]
+__all__ = [
+    "ARGS_WEIGHT",
+    "SCAN_MAX_CHARS",
+    "SCAN_MAX_ROWS",
+    "Needle",
+    "may_match",
+    "needle",
+    "page_hints",
+    "scan_rank",
+]
 
 #: Most entries a scope may hold to be scanned (scoring one costs ~10-40 µs of Python).
 SCAN_MAX_ROWS: Final = 1000
@@ -58,7 +71,7 @@ def scan_rank(
     scored: list[tuple[float, int, str, int]] = []
     texts: dict[int, str] = {}
     chars = 0
-    needles = [pieces(word) for word in plan.words]
+    needles = [needle(word) for word in plan.words]
     rows = conn.execute(
         f"SELECT e.rid, e.seq, e.session_id, e.type, e.text FROM events e WHERE {sql}", params
     )
@@ -80,36 +93,61 @@ def scan_rank(
     return top, {rid: texts[rid] for rid, _ in top}
 
 
-def pieces(word: str) -> list[str] | None:
-    """Strings one of which the folded text of any entry this (folded) query word matches at any
-    tier holds (``None``: no such cheap test). Every tier but the typo one contains the word (its
-    parts, for an identifier); a typo within the budget leaves one of the word's ``budget + 1``
-    pieces (separated by one character, so that an edit, an adjacent swap included, breaks at most
-    one) intact. Words with digits keep them exact under their own rule: not filtered."""
+@dataclass(frozen=True, slots=True)
+class Needle:
+    """A cheap necessary test for one query word: the folded text of any entry the word matches
+    holds one of ``pieces``; or (no pieces) holds ``word`` or a word within ``budget`` edits."""
+
+    pieces: tuple[str, ...] = ()
+    word: str = ""
+    budget: int = 0
+
+    def found(self, folded: str, tokens: Callable[[], list[str]]) -> bool:
+        if self.pieces:
+            return any(piece in folded for piece in self.pieces)
+        if self.word in folded:
+            return True
+        close = process.extractOne(self.word, tokens(), scorer=OSA.distance, score_cutoff=self.budget)
+        return close is not None
+
+
+def needle(word: str) -> Needle | None:
+    """The test of a (folded) query word, ``None`` when there is none. Every tier but the typo one
+    contains the word (its parts, for an identifier); a typo within the budget leaves one of the
+    word's ``budget + 1`` pieces (separated by one character, so that an edit, an adjacent swap
+    included, breaks at most one) intact, or, when the pieces would be single letters, is a word of
+    the text within the budget. Words with digits keep them exact under their own rule: no test."""
     if is_compound(word):
-        parts = [pieces(part) for part in WORD_RE.findall(word)]
-        if not parts or any(p is None for p in parts):
+        parts = [needle(part) for part in WORD_RE.findall(word)]
+        if not parts or any(p is None or not p.pieces for p in parts):
             return None
-        return [needle for part in parts for needle in part or ()]  # one part present: necessary
+        return Needle(tuple(piece for part in parts if part for piece in part.pieces))  # one part: necessary
     if is_cjk(word):
-        return [word]
-    if mixed_key(word) is not None:
+        return Needle((word,))
+    if mixed_key(word) is not None or not word:
         return None
     budget = fuzzy_budget(word)
     if not budget:
-        return [word] if word else None
+        return Needle((word,))
     size = (len(word) - budget) // (budget + 1)
     if size < 2:
-        return None
+        return Needle(word=word, budget=budget)
     cuts = range(0, len(word), size + 1)
     found = [word[at : at + size] for at in cuts][: budget + 1]
     found[-1] = word[cuts[budget] :]
-    return found
+    return Needle(tuple(found))
 
 
-def may_match(folded: str, needles: Sequence[list[str] | None], partial: bool) -> bool:
-    """Whether the folded text can match: every word (``partial``: one) has a piece in it."""
-    hits = (n is None or any(piece in folded for piece in n) for n in needles)
+def may_match(folded: str, needles: Sequence[Needle | None], partial: bool) -> bool:
+    """Whether the folded text can match: every word's test passes (``partial``: one word's)."""
+    words: list[str] = []
+
+    def tokens() -> list[str]:
+        if not words:
+            words.extend(word_tokens(folded) or [""])
+        return words
+
+    hits = (n is None or n.found(folded, tokens) for n in needles)
     return any(hits) if partial else all(hits)
 
 
