@@ -282,10 +282,15 @@ class Backend:
         return AsyncOpenSearchProvider(scope, self.opensearch, **kwargs)
 
     def open_async_reader(self, scope: Scope, **kwargs: Any) -> AsyncSessionReader:
-        """:meth:`open_reader` for asyncio (``await reader.aread_event(...)``)."""
-        from sessionlog.query.aio import AsyncSessionReader
+        """:meth:`open_reader` for asyncio (``await reader.aread_event(...)``): native on
+        ``AsyncOpenSearch``; the embedded reader on worker threads."""
+        if self.name == "embedded":
+            from sessionlog.query.aio import AsyncSessionReader
 
-        return AsyncSessionReader(self.open_reader(scope, **kwargs))
+            return AsyncSessionReader(self.open_reader(scope, **kwargs))
+        from sessionlog.query.aio import AsyncOpenSearchReader
+
+        return AsyncOpenSearchReader(scope, self.opensearch, **kwargs)
 
     def _embedded(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.index_on_search and "catch_up" not in kwargs:

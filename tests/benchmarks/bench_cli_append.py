@@ -69,16 +69,11 @@ def run_ceiling(data: list[dict[str, Any]], path: Path) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": cpu, "rps_wall": len(data) / wall, "rps_cpu": len(data) / cpu}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--sessions", type=int, default=2000)
-    parser.add_argument("--text-bytes", type=int, default=200)
-    parser.add_argument("--no-kafka", action="store_true")
-    args = parser.parse_args()
-    data = records(args.events, args.sessions, args.text_bytes)
+def measure(
+    events: int, sessions: int = 2000, text_bytes: int = 200, *, kafka: bool = True
+) -> list[tuple[str, dict[str, float]]]:
+    """The rows of this benchmark, (path, wall/CPU seconds and records/s), in one run."""
+    data = records(events, sessions, text_bytes)
     rows: list[tuple[str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
@@ -88,7 +83,7 @@ def main() -> None:
         env = {**base, "SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(directory / "cli.db")}
         rows.append(("cli embedded", run_cli(source, env, len(data))))
         rows.append(("ceiling embedded (append_many)", run_ceiling(data, directory / "ceiling.db")))
-        if not args.no_kafka:
+        if kafka:
             with topic(KafkaSettings()) as settings:
                 env = {
                     **base,
@@ -98,8 +93,21 @@ def main() -> None:
                     "SESSIONLOG_APPENDER_SPOOL_DIR": str(directory / "spool"),
                 }
                 rows.append(("cli kafka (durable)", run_cli(source, env, len(data))))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--text-bytes", type=int, default=200)
+    parser.add_argument("--no-kafka", action="store_true")
+    args = parser.parse_args()
+    rows = measure(args.events, args.sessions, args.text_bytes, kafka=not args.no_kafka)
     load = os.getloadavg()[0]
-    print(f"{len(data)} records; load average {load:.1f} on {os.cpu_count()} CPUs")
+    print(f"{args.events} records; load average {load:.1f} on {os.cpu_count()} CPUs")
     print("| path | wall s | rec/s (wall) | CPU s | rec/s (per CPU s) |")
     print("|---|---:|---:|---:|---:|")
     for name, row in rows:

@@ -26,7 +26,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +41,9 @@ from tests.console.http import call
 
 from sessionlog.backend import Backend
 from sessionlog.console.settings import Grants
+from sessionlog.indexer import IndexerSettings, OpenSearchSettings
 from sessionlog.indexer.embedded import embedded_runner
+from sessionlog.ingest import KafkaSettings
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 
 _WORD = re.compile(r"[A-Za-z]{6,}")
@@ -71,29 +73,38 @@ def corpus(entries: int, seed: int, sink: Callable[[list[dict[str, Any]]], objec
     return words, {ws: list(by.items()) for ws, by in sessions.items()}
 
 
-def _took(entries: int, started: float, appended: float) -> None:
-    append_s, index_s = appended - started, time.monotonic() - appended
-    print(f"built {entries} entries: append {append_s:.0f}s, index {index_s:.0f}s")
+def _took(entries: int, timings: dict[str, float]) -> None:
+    print(f"built {entries} entries: append {timings['append_s']:.0f}s, index {timings['index_s']:.0f}s")
 
 
-def build_embedded(path: Path, entries: int, seed: int) -> Samples:
+def load_embedded(path: Path, batches: Iterable[list[dict[str, Any]]]) -> dict[str, float]:
+    """Append ``batches`` to an empty embedded file and index until searchable; the seconds of each
+    step (the load row of ``tests.benchmarks.speed`` times exactly this)."""
     started = time.monotonic()
     with SQLiteEntryLog(path) as log:
-        samples = corpus(entries, seed, log.append_many)
+        for batch in batches:
+            log.append_many(batch)
     appended = time.monotonic()
     with embedded_runner(path, batch_max=2000) as indexer:
         indexer.run(until_idle=True)
-    _took(entries, started, appended)
+    return {"append_s": appended - started, "index_s": time.monotonic() - appended}
+
+
+def build_embedded(path: Path, entries: int, seed: int) -> Samples:
+    batches: list[list[dict[str, Any]]] = []
+    samples = corpus(entries, seed, batches.append)
+    _took(entries, load_embedded(path, batches))
     return samples
 
 
 @contextmanager
-def stack_backend(entries: int, seed: int, keep: bool) -> Iterator[tuple[Backend, Samples]]:
-    """The corpus on the running Kafka + OpenSearch under an isolated topic, prefix and group."""
+def isolated_stack(keep: bool = False) -> Iterator[tuple[KafkaSettings, OpenSearchSettings, IndexerSettings]]:
+    """A fresh topic, index prefix and group on the running Kafka + OpenSearch, removed afterwards
+    unless ``keep``."""
     from kafka import KafkaAdminClient
 
-    from sessionlog.indexer import IndexerSettings, IndexerWorker, OpenSearchSettings, OpenSearchView
-    from sessionlog.ingest import Appender, KafkaSettings, dlq_topic, ensure_topics
+    from sessionlog.indexer import OpenSearchView
+    from sessionlog.ingest import dlq_topic, ensure_topics
 
     name = f"console-bench-{uuid.uuid4().hex[:8]}"
     kafka = KafkaSettings().model_copy(update={"topic": f"sessionlog.{name}"})
@@ -101,21 +112,7 @@ def stack_backend(entries: int, seed: int, keep: bool) -> Iterator[tuple[Backend
     indexer = IndexerSettings().model_copy(update={"group_id": name})
     ensure_topics(kafka)
     try:
-        started = time.monotonic()
-        with Appender(kafka) as appender:
-
-            def send(batch: list[dict[str, Any]]) -> None:
-                for record in batch:
-                    appender.append(record)
-
-            samples = corpus(entries, seed, send)
-            appender.flush(timeout=600)
-        appended = time.monotonic()
-        with IndexerWorker(kafka, opensearch, indexer) as worker:
-            worker.run(until_idle=True)
-        _took(entries, started, appended)
-        backend = Backend.kafka_opensearch(kafka, opensearch, indexer)
-        yield replace(backend, cursor_key=b"console-bench-cursor-key-000000"), samples
+        yield kafka, opensearch, indexer
     finally:
         if keep:
             print(f"kept topic {kafka.topic}, index prefix {opensearch.index_prefix}")
@@ -130,6 +127,42 @@ def stack_backend(entries: int, seed: int, keep: bool) -> Iterator[tuple[Backend
                 admin.delete_topics([kafka.topic, dlq_topic(kafka.topic)])
             finally:
                 admin.close()
+
+
+def load_stack(
+    kafka: KafkaSettings,
+    opensearch: OpenSearchSettings,
+    indexer: IndexerSettings,
+    batches: Iterable[list[dict[str, Any]]],
+) -> dict[str, float]:
+    """Append ``batches`` through the durable ``Appender`` (``append_many``, the bulk path) and index
+    them with the worker until idle (searchable); the seconds of each step."""
+    from sessionlog.indexer import kafka_runner
+    from sessionlog.ingest import Appender, AppenderSettings
+
+    started = time.monotonic()
+    with (
+        tempfile.TemporaryDirectory(prefix="sessionlog-bench-spool-") as spool,
+        Appender(kafka, AppenderSettings(spool_dir=Path(spool))) as appender,
+    ):
+        for batch in batches:
+            appender.append_many(batch)
+        appender.flush(timeout=600)
+    appended = time.monotonic()
+    with kafka_runner(kafka, opensearch, indexer) as worker:
+        worker.run(until_idle=True)
+    return {"append_s": appended - started, "index_s": time.monotonic() - appended}
+
+
+@contextmanager
+def stack_backend(entries: int, seed: int, keep: bool) -> Iterator[tuple[Backend, Samples]]:
+    """The corpus on the running Kafka + OpenSearch under an isolated topic, prefix and group."""
+    with isolated_stack(keep) as (kafka, opensearch, indexer):
+        batches: list[list[dict[str, Any]]] = []
+        samples = corpus(entries, seed, batches.append)
+        _took(entries, load_stack(kafka, opensearch, indexer, batches))
+        backend = Backend.kafka_opensearch(kafka, opensearch, indexer)
+        yield replace(backend, cursor_key=b"console-bench-cursor-key-000000"), samples
 
 
 def measure(name: str, runs: int, url_for: Callable[[int], str]) -> tuple[list[float], dict[int, int]]:

@@ -10,6 +10,7 @@ opts out) or with ``SESSIONLOG_SECURE_STACK=1``; ``SESSIONLOG_SECURE_STACK_REUSE
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import os
@@ -41,6 +42,7 @@ from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings
 from sessionlog.ingest.errors import LogAccessDenied
 from sessionlog.ingest.topics import ensure_topics
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryError, SessionQueryRequest
+from sessionlog.query.aio import AsyncOpenSearchReader
 from sessionlog.query.session_reader import SessionReader
 
 pytestmark = pytest.mark.integration
@@ -145,6 +147,12 @@ def test_append_index_search_read_forget_with_per_component_principals(
     with SessionReader(Scope.workspace(WS_B), query) as reader:
         read = reader.read_event(sid, 1, before=1, after=1)
         assert [e.seq for e in read.events] == [0, 1, 2]
+
+    async def aread() -> list[int]:  # the same over TLS and basic auth on AsyncOpenSearch (aiohttp)
+        async with AsyncOpenSearchReader(Scope.workspace(WS_B), query) as areader:
+            return [e.seq for e in (await areader.aread_event(sid, 1, before=1, after=1)).events]
+
+    assert asyncio.run(aread()) == [0, 1, 2]
     assert forget_session(secured.opensearch("operator"), sid) == 3
     with OpenSearchProvider(Scope.workspace(WS_B), query) as provider:
         assert provider.search(SessionQueryRequest(query="reconcilation", limit=10)).matches == ()

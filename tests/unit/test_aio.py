@@ -184,3 +184,24 @@ def test_async_reads_and_an_aborted_signal(db: Path) -> None:
         assert reader.reader.closed
 
     asyncio.run(run())
+
+
+def test_the_embedded_async_reader_does_not_block_the_loop(db: Path) -> None:
+    release = threading.Event()
+    order: list[str] = []
+
+    def catch_up() -> None:
+        released = release.wait(timeout=60)
+        order.append("caught up" if released else "gave up")
+
+    async def run() -> list[int]:
+        reader = SQLiteSessionReader(Scope.workspace("w"), db, catch_up=catch_up, request_timeout_s=120)
+        async with AsyncSessionReader(reader) as areader:
+            read = asyncio.create_task(areader.aread_event("a-1", 1, before=1))
+            await asyncio.sleep(0.05)
+            order.append("loop ran")  # only possible while the read waits off the loop
+            release.set()
+            return [e.seq for e in (await read).events]
+
+    assert asyncio.run(run()) == [0, 1]
+    assert order == ["loop ran", "caught up"]

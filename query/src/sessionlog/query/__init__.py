@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sessionlog.query.aio import (
         AsyncOpenSearchProvider,
+        AsyncOpenSearchReader,
         AsyncSearchProvider,
         AsyncSessionReader,
         AsyncSQLiteProvider,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "AsyncOpenSearchProvider": "aio",
+    "AsyncOpenSearchReader": "aio",
     "AsyncSQLiteProvider": "aio",
     "AsyncSearchProvider": "aio",
     "AsyncSessionReader": "aio",
@@ -100,6 +102,7 @@ __all__ = [
     "TOOL_NAME",
     "AbortSignal",
     "AsyncOpenSearchProvider",
+    "AsyncOpenSearchReader",
     "AsyncSQLiteProvider",
     "AsyncSearchProvider",
     "AsyncSessionReader",

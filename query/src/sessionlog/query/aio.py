@@ -5,7 +5,10 @@ same cores as the synchronous ones, never blocking the event loop.
   flow (the same validation, cursors, live merge and errors) over an :class:`AsyncSearchEngine`:
   :class:`AsyncOpenSearchEngine` on opensearch-py's ``AsyncOpenSearch`` client (the ``async``
   extra: aiohttp), or :class:`ThreadedEngine` running the embedded SQLite engine on a worker thread.
-* :class:`AsyncSessionReader` makes any reader's reads awaitable: each runs on a worker thread.
+* :class:`AsyncSessionReader` makes any reader's reads awaitable by running each read's flow (the
+  same code as the synchronous read) on a worker thread: the embedded SQLite reader, whose driver
+  blocks. :class:`AsyncOpenSearchReader` runs the same flows on the loop and awaits each of their
+  requests on ``AsyncOpenSearch``: no thread is involved.
 
 Cancelling the awaiting task raises ``CancelledError`` as usual and stops the work behind it at
 its next check (the SQLite statement is interrupted); ``signal=`` gives ``ABORTED`` as in the
@@ -23,10 +26,17 @@ from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.query.contract import SessionQueryRequest, SessionQueryResult
 from sessionlog.query.deadline import AbortSignal, Deadline, check_signal
 from sessionlog.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
-from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access
+from sessionlog.query.errors import SessionQueryError
+from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access, translate_opensearch_error
 from sessionlog.query.opensearch_provider import OpenSearchEngine
-from sessionlog.query.options import OpenSearchProviderOptions, ProviderOptions, SQLiteProviderOptions
+from sessionlog.query.options import (
+    OpenSearchProviderOptions,
+    OpenSearchReaderOptions,
+    ProviderOptions,
+    SQLiteProviderOptions,
+)
 from sessionlog.query.provider import EngineStep, ProviderCore, advance
+from sessionlog.query.read_flow import ReadFlow, ReadStep, advance_read
 from sessionlog.query.reader_base import ReaderBase
 from sessionlog.query.reads import (
     EventRecordView,
@@ -37,6 +47,7 @@ from sessionlog.query.reads import (
     SurfaceRead,
 )
 from sessionlog.query.scope import Scope
+from sessionlog.query.session_reader import DEFAULT_PAGE_SIZE, SessionReader
 from sessionlog.query.sqlite_provider import sqlite_engine
 
 if TYPE_CHECKING:
@@ -45,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AsyncOpenSearchEngine",
     "AsyncOpenSearchProvider",
+    "AsyncOpenSearchReader",
     "AsyncSQLiteProvider",
     "AsyncSearchEngine",
     "AsyncSearchProvider",
@@ -98,9 +110,7 @@ class AsyncOpenSearchEngine:
     @property
     def client(self) -> AsyncOpenSearch:
         if self._client is None:
-            from opensearchpy import AsyncOpenSearch
-
-            self._client = AsyncOpenSearch(**self.access.settings.client_kwargs())
+            self._client = async_client(self.access)
         return self._client
 
     async def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
@@ -118,6 +128,23 @@ class AsyncOpenSearchEngine:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+def async_client(access: OpenSearchAccess) -> AsyncOpenSearch:
+    """An ``AsyncOpenSearch`` client for ``access``'s settings; INVALID_CONFIG when the ``async``
+    extra (aiohttp) is not installed."""
+    try:
+        from opensearchpy import AsyncOpenSearch
+
+        return AsyncOpenSearch(**access.settings.client_kwargs())
+    except ImportError as err:
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_CONFIG",
+            f"the asyncio API on OpenSearch needs aiohttp: pip install 'sessionlog-query[async]' ({err})",
+        ) from None
+    except Exception as err:
+        typed = translate_opensearch_error(err, "SESSION_QUERY_INVALID_CONFIG", access.settings.url)
+        raise (typed or err) from None
 
 
 async def _cancellable(signal: AbortSignal, work: Awaitable[_T]) -> _T:
@@ -190,48 +217,65 @@ class AsyncOpenSearchProvider(AsyncSearchProvider):
 
 
 class AsyncSessionReader:
-    """Any reader's reads, awaitable: each runs on a worker thread, never on the loop; a cancelled
-    task aborts the read behind it. Closing closes the wrapped reader."""
+    """Any reader's reads, awaitable: each read's flow runs on a worker thread, never on the loop;
+    a cancelled task aborts the read behind it. Closing closes the wrapped reader. Idempotent
+    ``aclose()``; an async context manager."""
 
     def __init__(self, reader: ReaderBase) -> None:
         self.reader = reader
 
-    async def _run(self, read: Callable[..., _T], *args: Any, signal: AbortSignal | None) -> _T:
+    async def _drive(self, flow: ReadFlow[_T], signal: AbortSignal) -> _T:
+        """Run one read's flow to its result (on a worker thread here)."""
+        return await asyncio.to_thread(self.reader.drive, flow, signal)
+
+    async def _run(self, make: Callable[[ReaderBase], ReadFlow[_T]], signal: AbortSignal | None) -> _T:
         own = AbortSignal(parent=check_signal(signal))
-        return await _cancellable(own, asyncio.to_thread(read, *args, signal=own))
+        return await _cancellable(own, self._drive(make(self.reader), own))
 
     async def alist_sessions(
         self, filters: Sequence[Any] | None = None, *, signal: AbortSignal | None = None
     ) -> tuple[SessionRecord, ...]:
-        return await self._run(self.reader.list_sessions, filters, signal=signal)
+        """:meth:`~sessionlog.query.reader_base.ReaderBase.list_sessions`, awaitable."""
+        return await self._run(lambda r: r.list_sessions_flow(filters), signal)
 
     async def alist_events(
         self, session_id: str, *, signal: AbortSignal | None = None
     ) -> tuple[EventRecordView, ...]:
-        return await self._run(self.reader.list_events, session_id, signal=signal)
+        """:meth:`~sessionlog.query.reader_base.ReaderBase.list_events`, awaitable."""
+        return await self._run(lambda r: r.list_events_flow(session_id), signal)
 
     async def afilter_events(
         self, session_id: str, filters: Sequence[Any], *, signal: AbortSignal | None = None
     ) -> tuple[EventRecordView, ...]:
-        return await self._run(self.reader.filter_events, session_id, filters, signal=signal)
+        """:meth:`~sessionlog.query.reader_base.ReaderBase.filter_events`, awaitable."""
+        return await self._run(lambda r: r.filter_events_flow(session_id, filters), signal)
 
     async def aread_surface(self, session_id: str, *, signal: AbortSignal | None = None) -> SurfaceRead:
-        return await self._run(self.reader.read_surface, session_id, signal=signal)
+        """:meth:`~sessionlog.query.reader_base.ReaderBase.read_surface`, awaitable."""
+        return await self._run(lambda r: r.read_surface_flow(session_id), signal)
 
     async def aread_event(
         self, session_id: str, seq: int, before: int = 0, after: int = 0, *, signal: AbortSignal | None = None
     ) -> ReadEventResult:
-        return await self._run(self.reader.read_event, session_id, seq, before, after, signal=signal)
+        """:meth:`~sessionlog.query.reader_base.ReaderBase.read_event`, awaitable."""
+        return await self._run(lambda r: r.read_event_flow(session_id, seq, before, after), signal)
 
     async def atrace_session(self, session_id: str, *, signal: AbortSignal | None = None) -> SessionTrace:
-        return await self._run(self.reader.trace_session, session_id, signal=signal)
+        """:meth:`~sessionlog.query.reader_base.ReaderBase.trace_session`, awaitable."""
+        return await self._run(lambda r: r.trace_session_flow(session_id), signal)
 
     async def atrace_event(
         self, session_id: str, seq: int, *, signal: AbortSignal | None = None
     ) -> EventTraceResult:
-        return await self._run(self.reader.trace_event, session_id, seq, signal=signal)
+        """:meth:`~sessionlog.query.reader_base.ReaderBase.trace_event`, awaitable."""
+        return await self._run(lambda r: r.trace_event_flow(session_id, seq), signal)
+
+    @property
+    def closed(self) -> bool:
+        return self.reader.closed
 
     async def aclose(self) -> None:
+        """Refuse further reads and close the wrapped reader. Idempotent."""
         await asyncio.to_thread(self.reader.close)
 
     async def __aenter__(self) -> Self:
@@ -239,3 +283,55 @@ class AsyncSessionReader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class AsyncOpenSearchReader(AsyncSessionReader):
+    """:class:`~sessionlog.query.session_reader.SessionReader` on ``AsyncOpenSearch``: the same read
+    flows (validation, live merge, paging, log cache, errors), driven on the loop; each request is
+    awaited on the async client with the read's remaining time as its timeout. No worker thread.
+
+    ``async_client``: a ready client (closed by :meth:`aclose`); by default one is made from the
+    settings on first use. Other arguments are :class:`SessionReader`'s.
+    """
+
+    reader: SessionReader
+
+    def __init__(
+        self,
+        scope: Scope,
+        settings: OpenSearchSettings | None = None,
+        *,
+        async_client: AsyncOpenSearch | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        cache: bool = True,
+        **options: Unpack[OpenSearchReaderOptions],
+    ) -> None:
+        super().__init__(SessionReader(scope, settings, page_size=page_size, cache=cache, **options))
+        self._client = async_client
+
+    @property
+    def client(self) -> AsyncOpenSearch:
+        """The async client (made on first use)."""
+        if self._client is None:
+            self._client = async_client(self.reader.access)
+        return self._client
+
+    async def _drive(self, flow: ReadFlow[_T], signal: AbortSignal) -> _T:
+        reader = self.reader
+        reader._check_open()
+        with reader.bounded(signal) as deadline:
+            outcome = advance_read(flow, None)
+            while isinstance(outcome, ReadStep):
+                outcome = advance_read(flow, await self._request(outcome, deadline))
+            return outcome[0]
+
+    async def _request(self, step: ReadStep, deadline: Deadline) -> Any:
+        access = self.reader.access
+        return await access.acall(self.client, step.method, deadline, **step.kwargs)
+
+    async def aclose(self) -> None:
+        """Refuse further reads and close the async client. Idempotent."""
+        self.reader.close()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()

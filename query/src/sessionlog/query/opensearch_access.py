@@ -43,7 +43,8 @@ def redact_url(url: str) -> str:
 
 
 def translate_opensearch_error(err: Exception, code: ErrorCode, url: str) -> SessionQueryError | None:
-    """``err`` (opensearch-py, urllib3 or socket) as a typed error; ``None`` for anything else."""
+    """``err`` (opensearch-py, urllib3, aiohttp or socket) as a typed error; ``None`` for anything
+    else."""
     import urllib3.exceptions
     from opensearchpy import exceptions as osx
 
@@ -62,9 +63,18 @@ def translate_opensearch_error(err: Exception, code: ErrorCode, url: str) -> Ses
         return SessionQueryError(code, f"OpenSearch failed ({err.status_code}): {err.error}")
     if isinstance(err, osx.OpenSearchException | osx.ImproperlyConfigured):
         return SessionQueryError(code, f"OpenSearch client failed: {type(err).__name__}: {err}")
-    if isinstance(err, urllib3.exceptions.HTTPError | OSError):
+    if isinstance(err, urllib3.exceptions.HTTPError | OSError) or _is_aiohttp_error(err):
         return SessionQueryError(code, f"connection to OpenSearch at {where} failed: {type(err).__name__}")
     return None
+
+
+def _is_aiohttp_error(err: Exception) -> bool:
+    """Whether ``err`` is aiohttp's (the async client's driver; opensearch-py wraps most of them)."""
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover - the async extra is not installed: no aiohttp error either
+        return False
+    return isinstance(err, aiohttp.ClientError)
 
 
 class OpenSearchAccess:

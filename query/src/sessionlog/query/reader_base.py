@@ -3,14 +3,21 @@
 :class:`ReaderBase` holds the public read API (``list_sessions``, ``list_events``,
 ``filter_events``, ``read_surface``, ``read_event``, ``trace_session``, ``trace_event``), the
 validation order, the live + persisted merge (spec 3.5) and the lifecycle. A backend supplies three
-I/O methods over its projection, each applying the reader's scope itself:
+loads from its projection, each applying the reader's scope itself:
 
 * :meth:`ReaderBase._persisted` — one session's document and event documents (``None`` when the
   session is not in the scoped projection);
 * :meth:`ReaderBase._with_text` — the text of some entries of a log loaded without it;
 * :meth:`ReaderBase._persisted_listing` — every session document in scope.
 
-:class:`~sessionlog.query.session_reader.SessionReader` implements them over OpenSearch,
+Every read is written once, sans I/O, as a *flow*: a generator that yields the client requests it
+needs (:class:`ReadStep`) and receives their answers. The loads are flows too. :meth:`ReaderBase.drive`
+runs a flow synchronously, answering each step with :meth:`ReaderBase._perform`; the asyncio reader
+on OpenSearch (:class:`~sessionlog.query.aio.AsyncOpenSearchReader`) runs the same flows and
+awaits each request on ``AsyncOpenSearch`` instead. A backend whose driver blocks (SQLite) does its
+I/O inside the flow and never yields; its async reader runs the whole flow on a worker thread.
+
+:class:`~sessionlog.query.session_reader.SessionReader` implements the loads over OpenSearch,
 :class:`~sessionlog.query.sqlite_reader.SQLiteSessionReader` over the embedded SQLite file. Everything
 else is the pure logic of :mod:`sessionlog.query.reads`.
 """
@@ -22,13 +29,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Final, Self
+from typing import Any, Final, Self, TypeVar
 
 from sessionlog.indexer.fold import FoldEvent, FoldResult
 from sessionlog.query.config import check_bool, check_int, check_scope, check_timeout, config_error
 from sessionlog.query.deadline import AbortSignal, Deadline, check_signal
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.live import live_source
+from sessionlog.query.read_flow import ReadFlow, ReadStep, advance_read
 from sessionlog.query.reads import (
     DEFAULT_READ_WINDOW_MAX,
     EventRecordView,
@@ -66,13 +74,20 @@ from sessionlog.query.reads import (
 )
 from sessionlog.query.scope import Scope
 
-__all__ = ["DEFAULT_INSPECT_CONCURRENCY", "Loaded", "ReaderBase", "config_error", "not_found"]
+__all__ = [
+    "DEFAULT_INSPECT_CONCURRENCY",
+    "Loaded",
+    "ReaderBase",
+    "config_error",
+    "not_found",
+]
 
 #: Default of ``persisted_inspect_concurrency`` (spec §3.9).
 DEFAULT_INSPECT_CONCURRENCY: Final = 4
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
 #: The deadline of the read in progress on this thread or task (see :meth:`ReaderBase._bounded`).
 _CALL: ContextVar[Deadline | None] = ContextVar("sessionlog_read_deadline", default=None)
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -140,18 +155,26 @@ class ReaderBase(ABC):
 
     # -- the projection (implemented per backend) -------------------------------------------------
     @abstractmethod
-    def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
+    def _persisted(
+        self, session_id: str, *, with_text: bool
+    ) -> ReadFlow[tuple[SessionRecord, Loaded] | None]:
         """The session's record and log from the scoped projection, or ``None`` if not there.
         Without ``with_text`` entries may come with ``text=None`` (see :meth:`_with_text`)."""
 
     @abstractmethod
-    def _with_text(self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]) -> list[LogEntry]:
+    def _with_text(
+        self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]
+    ) -> ReadFlow[list[LogEntry]]:
         """``entries`` with the text of the entries at indices ``wanted`` loaded, as new entries
         (the ones passed in may be shared). Live entries always have their text."""
 
     @abstractmethod
-    def _persisted_listing(self) -> list[SessionRecord]:
+    def _persisted_listing(self) -> ReadFlow[list[SessionRecord]]:
         """Every session record of the scoped projection."""
+
+    def _perform(self, step: ReadStep, deadline: Deadline) -> Any:
+        """Answer one request of a flow synchronously (a backend whose loads yield requests)."""
+        raise NotImplementedError(f"{type(self).__name__} issues no client requests ({step.method})")
 
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -173,7 +196,7 @@ class ReaderBase(ABC):
             raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the reader was closed")
 
     @contextmanager
-    def _bounded(self, signal: AbortSignal | None) -> Iterator[Deadline]:
+    def bounded(self, signal: AbortSignal | None) -> Iterator[Deadline]:
         """The deadline of one public read (nested reads share the outer one)."""
         current = _CALL.get()
         if current is not None:
@@ -187,6 +210,15 @@ class ReaderBase(ABC):
         finally:
             _CALL.reset(token)
 
+    def drive(self, flow: ReadFlow[_T], signal: AbortSignal | None = None) -> _T:
+        """Run one read's flow synchronously within the read's deadline (the public reads do)."""
+        self._check_open()
+        with self.bounded(signal) as deadline:
+            outcome = advance_read(flow, None)
+            while isinstance(outcome, ReadStep):
+                outcome = advance_read(flow, self._perform(outcome, deadline))
+            return outcome[0]
+
     def _deadline(self) -> Deadline:
         """The deadline of the read in progress (a fresh one outside a public read)."""
         return _CALL.get() or Deadline(self.request_timeout_s, "SESSION_QUERY_PERSISTENCE_FAILED")
@@ -199,22 +231,14 @@ class ReaderBase(ABC):
 
         ``filters`` are session clauses (spec 3.7, see :func:`reads.parse_session_filters`).
         """
-        self._check_open()
-        with self._bounded(signal):
-            parsed = parse_session_filters(filters)
-            return tuple(apply_session_filters(self._listing(), parsed))
+        return self.drive(self.list_sessions_flow(filters), signal)
 
     def list_events(
         self, session_id: str, *, signal: AbortSignal | None = None
     ) -> tuple[EventRecordView, ...]:
         """Every event of the session in seq order, classified by the fold (INVALID_SURFACE if the
         log breaks a surface rule)."""
-        self._check_open()
-        with self._bounded(signal):
-            loaded = self._load(session_id, with_text=True)
-            folded = loaded.fold_strict()
-            sid = loaded.header.session_id
-            return tuple(event_view(sid, entry, folded) for entry in loaded.entries)
+        return self.drive(self.list_events_flow(session_id), signal)
 
     def filter_events(
         self, session_id: str, filters: Sequence[Any], *, signal: AbortSignal | None = None
@@ -223,24 +247,11 @@ class ReaderBase(ABC):
 
         Filters are validated before the session is loaded; the log must fold (INVALID_SURFACE).
         """
-        self._check_open()
-        with self._bounded(signal):
-            parsed = parse_event_filters(filters)
-            loaded = self._load(session_id, with_text=True)
-            folded = loaded.fold_strict()
-            sid = loaded.header.session_id
-            return tuple(apply_event_filters((event_view(sid, e, folded) for e in loaded.entries), parsed))
+        return self.drive(self.filter_events_flow(session_id, filters), signal)
 
     def read_surface(self, session_id: str, *, signal: AbortSignal | None = None) -> SurfaceRead:
         """The model's current surface in model-history order and the last raw seq it covers."""
-        self._check_open()
-        with self._bounded(signal):
-            loaded = self._load(session_id, with_text=False)
-            folded = loaded.fold_strict()
-            nodes = set(folded.nodes)
-            wanted = [i for i, entry in enumerate(loaded.entries) if entry.seq in nodes]
-            entries = self._with_text(loaded.header.session_id, loaded.entries, wanted)
-            return build_surface_read(loaded.header, entries, folded)
+        return self.drive(self.read_surface_flow(session_id), signal)
 
     def read_event(
         self, session_id: str, seq: int, before: int = 0, after: int = 0, *, signal: AbortSignal | None = None
@@ -250,44 +261,77 @@ class ReaderBase(ABC):
         The window is validated first (INVALID_WINDOW even for a missing session). The surface fold
         is not enforced, so an event of a surface-invalid log can still be read.
         """
-        self._check_open()
-        with self._bounded(signal):
-            before, after = check_window(before, after, self.read_window_max)
-            loaded = self._load(session_id, with_text=False)
-            index = locate_index(loaded.entries, seq)
-            if index is None:
-                raise SessionQueryError(
-                    "SESSION_QUERY_EVENT_NOT_FOUND",
-                    f"no event {seq!r} in session {loaded.header.session_id!r}",
-                )
-            lo, hi = window_bounds(len(loaded.entries), index, before, after)
-            entries = self._with_text(loaded.header.session_id, loaded.entries, range(lo, hi + 1))
-            return build_read_event(loaded.header, entries, loaded.fold(), index, (lo, hi))
+        return self.drive(self.read_event_flow(session_id, seq, before, after), signal)
 
     def trace_session(self, session_id: str, *, signal: AbortSignal | None = None) -> SessionTrace:
         """Ancestors and descendants of the session within the scope (one listing)."""
-        self._check_open()
-        with self._bounded(signal):
-            sid = check_session_id(session_id)
-            return trace_session(sid, self._listing())
+        return self.drive(self.trace_session_flow(session_id), signal)
 
     def trace_event(
         self, session_id: str, seq: int, *, signal: AbortSignal | None = None
     ) -> EventTraceResult:
         """Replacement and citation edges of one event. EVENT_NOT_FOUND is checked before the log is
         validated (INVALID_SURFACE)."""
-        self._check_open()
-        with self._bounded(signal):
-            loaded = self._load(session_id, with_text=False)
-            sid = loaded.header.session_id
-            index = locate_index(loaded.entries, seq)
-            if index is None:
-                raise SessionQueryError(
-                    "SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {sid!r}"
-                )
-            folded = loaded.fold_strict()
-            entries = self._with_text(sid, loaded.entries, [index])
-            return build_trace_event(loaded.header, entries, folded, index, loaded.events)
+        return self.drive(self.trace_event_flow(session_id, seq), signal)
+
+    # -- the reads' flows (one per public read, driven by drive() or an async driver) ------------
+    def list_sessions_flow(self, filters: Sequence[Any] | None) -> ReadFlow[tuple[SessionRecord, ...]]:
+        parsed = parse_session_filters(filters)
+        listing = yield from self._listing()
+        return tuple(apply_session_filters(listing, parsed))
+
+    def list_events_flow(self, session_id: str) -> ReadFlow[tuple[EventRecordView, ...]]:
+        loaded = yield from self._load(session_id, with_text=True)
+        folded = loaded.fold_strict()
+        sid = loaded.header.session_id
+        return tuple(event_view(sid, entry, folded) for entry in loaded.entries)
+
+    def filter_events_flow(
+        self, session_id: str, filters: Sequence[Any]
+    ) -> ReadFlow[tuple[EventRecordView, ...]]:
+        parsed = parse_event_filters(filters)
+        loaded = yield from self._load(session_id, with_text=True)
+        folded = loaded.fold_strict()
+        sid = loaded.header.session_id
+        return tuple(apply_event_filters((event_view(sid, e, folded) for e in loaded.entries), parsed))
+
+    def read_surface_flow(self, session_id: str) -> ReadFlow[SurfaceRead]:
+        loaded = yield from self._load(session_id, with_text=False)
+        folded = loaded.fold_strict()
+        nodes = set(folded.nodes)
+        wanted = [i for i, entry in enumerate(loaded.entries) if entry.seq in nodes]
+        entries = yield from self._with_text(loaded.header.session_id, loaded.entries, wanted)
+        return build_surface_read(loaded.header, entries, folded)
+
+    def read_event_flow(
+        self, session_id: str, seq: int, before: int, after: int
+    ) -> ReadFlow[ReadEventResult]:
+        before, after = check_window(before, after, self.read_window_max)
+        loaded = yield from self._load(session_id, with_text=False)
+        index = locate_index(loaded.entries, seq)
+        if index is None:
+            raise SessionQueryError(
+                "SESSION_QUERY_EVENT_NOT_FOUND",
+                f"no event {seq!r} in session {loaded.header.session_id!r}",
+            )
+        lo, hi = window_bounds(len(loaded.entries), index, before, after)
+        entries = yield from self._with_text(loaded.header.session_id, loaded.entries, range(lo, hi + 1))
+        return build_read_event(loaded.header, entries, loaded.fold(), index, (lo, hi))
+
+    def trace_session_flow(self, session_id: str) -> ReadFlow[SessionTrace]:
+        sid = check_session_id(session_id)
+        listing = yield from self._listing()
+        return trace_session(sid, listing)
+
+    def trace_event_flow(self, session_id: str, seq: int) -> ReadFlow[EventTraceResult]:
+        loaded = yield from self._load(session_id, with_text=False)
+        sid = loaded.header.session_id
+        index = locate_index(loaded.entries, seq)
+        if index is None:
+            raise SessionQueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {sid!r}")
+        folded = loaded.fold_strict()
+        entries = yield from self._with_text(sid, loaded.entries, [index])
+        return build_trace_event(loaded.header, entries, folded, index, loaded.events)
 
     # -- loading --------------------------------------------------------------------------------
     def _live_session(self, session_id: str) -> tuple[SessionHeader, list[LogEntry]] | None:
@@ -305,7 +349,7 @@ class ReaderBase(ABC):
             header = SessionHeader(session_id=session_id, workspace_id=workspace, has_header=False)
         return header, entries
 
-    def _load(self, session_id: str, *, with_text: bool) -> Loaded:
+    def _load(self, session_id: str, *, with_text: bool) -> ReadFlow[Loaded]:
         """One session's header and log (spec 3.5 ``load``), live entries winning per seq."""
         sid = check_session_id(session_id)
         live = self._live_session(sid)
@@ -313,14 +357,14 @@ class ReaderBase(ABC):
             header, entries = live
             if (entries and entries[0].seq == 0) or not self.persistence:
                 return Loaded(header, entries)  # the complete log: the projection is not consulted
-            stored = self._persisted(sid, with_text=with_text)
+            stored = yield from self._persisted(sid, with_text=with_text)
             if stored is None:
                 return Loaded(header, entries)
             check_compatible(header, stored[0].header)
             return Loaded(preferred_header(header, stored[0].header), merge_logs(stored[1].entries, entries))
         if not self.persistence:
             raise not_found(sid)
-        stored = self._persisted(sid, with_text=with_text)
+        stored = yield from self._persisted(sid, with_text=with_text)
         if stored is None:
             raise not_found(sid)
         record, persisted = stored
@@ -330,8 +374,8 @@ class ReaderBase(ABC):
             return Loaded(preferred_header(live[0], record.header), merge_logs(persisted.entries, live[1]))
         return persisted
 
-    def _listing(self) -> list[SessionRecord]:
+    def _listing(self) -> ReadFlow[list[SessionRecord]]:
         """The corpus listing: persisted sessions in scope overlaid by live ones (spec 3.5)."""
-        persisted = self._persisted_listing() if self.persistence else []
+        persisted = (yield from self._persisted_listing()) if self.persistence else []
         live = [header_from_live(item) for item in self._live.sessions()] if self._live is not None else []
         return merge_listing(persisted, live, self.scope)

@@ -31,9 +31,11 @@ from sessionlog.indexer.document import events_alias, sessions_alias
 from sessionlog.indexer.fold import FoldEvent, FoldResult, SurfaceState
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.query.config import check_bool, check_int
+from sessionlog.query.deadline import Deadline
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.opensearch_access import opensearch_access
 from sessionlog.query.options import OpenSearchReaderOptions
+from sessionlog.query.read_flow import ReadFlow, ReadStep
 from sessionlog.query.reader_base import Loaded, ReaderBase
 from sessionlog.query.reads import (
     LogEntry,
@@ -163,13 +165,18 @@ class SessionReader(ReaderBase):
         self.events_index = events_alias(self.settings.index_prefix)
         self.sessions_index = sessions_alias(self.settings.index_prefix)
 
-    # -- OpenSearch I/O ---------------------------------------------------------------------------
+    # -- OpenSearch requests ----------------------------------------------------------------------
+    # The loads are flows: they yield each request as a ReadStep and parse the response they are
+    # sent back. drive() answers on the pooled client; AsyncOpenSearchReader awaits AsyncOpenSearch.
     @property
     def client(self) -> OpenSearch:
         return self.access.client
 
-    def _call(self, method: str, **kwargs: Any) -> Any:
-        return self.access.call(method, self._deadline(), **kwargs)
+    def _perform(self, step: ReadStep, deadline: Deadline) -> Any:
+        return self.access.call(step.method, deadline, **step.kwargs)
+
+    def _search(self, session_id: str, body: dict[str, Any]) -> ReadStep:
+        return ReadStep("search", {"index": self.events_index, "routing": session_id, "body": body})
 
     def _filters(
         self, session_id: str, low: int | None = None, high: int | None = None
@@ -200,8 +207,8 @@ class SessionReader(ReaderBase):
             body["search_after"] = after
         return body
 
-    def _msearch(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        responses: list[dict[str, Any]] = self._call("msearch", body=lines)["responses"]
+    def _msearch(self, lines: list[dict[str, Any]]) -> ReadFlow[list[dict[str, Any]]]:
+        responses: list[dict[str, Any]] = (yield ReadStep("msearch", {"body": lines}))["responses"]
         for response in responses:
             if "error" in response:
                 raise self.access.item_error(response["error"], "projection read")
@@ -209,7 +216,7 @@ class SessionReader(ReaderBase):
 
     def _pages(
         self, session_id: str, hits: list[dict[str, Any]], fields: list[str], low: int | None
-    ) -> list[LogEntry]:
+    ) -> ReadFlow[list[LogEntry]]:
         """Parse a first page of event hits (seqs from ``low`` on) and fetch the following pages
         (``search_after`` on seq)."""
         with_text = "text" in fields
@@ -219,10 +226,12 @@ class SessionReader(ReaderBase):
             if len(hits) < self.page_size:
                 return entries
             body = self._events_body(session_id, fields, list(hits[-1]["sort"]), low)
-            response = self._call("search", index=self.events_index, routing=session_id, body=body)
+            response = yield self._search(session_id, body)
             hits = response["hits"]["hits"]
 
-    def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
+    def _persisted(
+        self, session_id: str, *, with_text: bool
+    ) -> ReadFlow[tuple[SessionRecord, Loaded] | None]:
         """The session document and its event documents (``None`` if not in the scoped projection).
 
         One ``msearch`` brings the session document, the session's event count and the events: when
@@ -254,7 +263,7 @@ class SessionReader(ReaderBase):
         ]
         for body in slices:
             lines += [{"index": self.events_index, "routing": session_id}, body]
-        sessions, counted, *pages = self._msearch(lines)
+        sessions, counted, *pages = yield from self._msearch(lines)
         found = sessions["hits"]["hits"]
         if not found:
             _LOG_CACHE.drop(key)
@@ -266,23 +275,24 @@ class SessionReader(ReaderBase):
             for page in pages[:-1]
             for hit in page["hits"]["hits"]
         ]
-        entries += self._pages(session_id, pages[-1]["hits"]["hits"], fields, low)
+        entries += yield from self._pages(session_id, pages[-1]["hits"]["hits"], fields, low)
         if with_text:
             return record, Loaded(record.header, entries)
         if cached is not None and len(cached.entries) + len(entries) != count:
-            entries = self._reload(session_id, fields)  # deleted or back-filled events: start over
+            entries = yield from self._reload(session_id, fields)  # deleted or back-filled events: start over
             cached = None
         log = _CachedLog.build(entries, cached)
         if self.cache:
             _LOG_CACHE.put(key, log)
         return record, Loaded(record.header, list(log.entries), log.folded, log.events)
 
-    def _reload(self, session_id: str, fields: list[str]) -> list[LogEntry]:
-        body = self._events_body(session_id, fields, None)
-        response = self._call("search", index=self.events_index, routing=session_id, body=body)
-        return self._pages(session_id, response["hits"]["hits"], fields, None)
+    def _reload(self, session_id: str, fields: list[str]) -> ReadFlow[list[LogEntry]]:
+        response = yield self._search(session_id, self._events_body(session_id, fields, None))
+        return (yield from self._pages(session_id, response["hits"]["hits"], fields, None))
 
-    def _with_text(self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]) -> list[LogEntry]:
+    def _with_text(
+        self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]
+    ) -> ReadFlow[list[LogEntry]]:
         """``entries`` with the text of the entries at indices ``wanted`` loaded (as new entries: the
         ones passed in may be shared with the cache). Live entries always have their text."""
         missing = {entries[i].seq: i for i in wanted if entries[i].text is None}
@@ -298,7 +308,7 @@ class SessionReader(ReaderBase):
                 "track_total_hits": False,
                 "_source": {"includes": ["schema", "session_id", "seq", "type", "time", "text", "args"]},
             }
-            response = self._call("search", index=self.events_index, routing=session_id, body=body)
+            response = yield self._search(session_id, body)
             for hit in response["hits"]["hits"]:
                 source = hit["_source"]
                 index = missing.get(source.get("seq"))
@@ -313,7 +323,7 @@ class SessionReader(ReaderBase):
             )
         return out
 
-    def _persisted_listing(self) -> list[SessionRecord]:
+    def _persisted_listing(self) -> ReadFlow[list[SessionRecord]]:
         records: list[SessionRecord] = []
         after: list[Any] | None = None
         routing = self.scope.routing()
@@ -330,7 +340,7 @@ class SessionReader(ReaderBase):
             kwargs: dict[str, Any] = {"index": self.sessions_index, "body": body}
             if routing:
                 kwargs["routing"] = routing
-            hits = self._call("search", **kwargs)["hits"]["hits"]
+            hits = (yield ReadStep("search", kwargs))["hits"]["hits"]
             records.extend(record_from_source(hit["_source"]) for hit in hits)
             if len(hits) < self.page_size:
                 return records

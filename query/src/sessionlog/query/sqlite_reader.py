@@ -28,6 +28,7 @@ import orjson
 from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.options import SQLiteReaderOptions
+from sessionlog.query.read_flow import ReadFlow, done
 from sessionlog.query.reader_base import Loaded, ReaderBase
 from sessionlog.query.reads import (
     LogEntry,
@@ -88,7 +89,22 @@ class SQLiteSessionReader(ReaderBase):
         column = "session_id" if self.scope.kind == "sessions" else "workspace_id"
         return f"{column} IN ({','.join('?' * len(self.scope.ids))})", list(self.scope.ids)
 
-    def _persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
+    # sqlite3 blocks: the loads do their I/O on the calling thread and yield no request (the async
+    # reader runs the whole read on a worker thread).
+    def _persisted(
+        self, session_id: str, *, with_text: bool
+    ) -> ReadFlow[tuple[SessionRecord, Loaded] | None]:
+        return done(self._read_persisted(session_id, with_text=with_text))
+
+    def _with_text(
+        self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]
+    ) -> ReadFlow[list[LogEntry]]:
+        return done(self._read_text(session_id, entries, wanted))
+
+    def _persisted_listing(self) -> ReadFlow[list[SessionRecord]]:
+        return done(self._read_listing())
+
+    def _read_persisted(self, session_id: str, *, with_text: bool) -> tuple[SessionRecord, Loaded] | None:
         """The session document and its event documents in seq order (``None`` if not in the scoped
         projection), from one snapshot; without ``with_text`` the ``text`` column is not read."""
         deadline = self._deadline()
@@ -114,7 +130,7 @@ class SQLiteSessionReader(ReaderBase):
             entries.append(entry_from_source(session_id, source, with_text=with_text))
         return record, Loaded(record.header, entries)
 
-    def _with_text(self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]) -> list[LogEntry]:
+    def _read_text(self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]) -> list[LogEntry]:
         missing = {entries[i].seq: i for i in wanted if entries[i].text is None}
         if not missing:
             return entries
@@ -140,7 +156,7 @@ class SQLiteSessionReader(ReaderBase):
             )
         return out
 
-    def _persisted_listing(self) -> list[SessionRecord]:
+    def _read_listing(self) -> list[SessionRecord]:
         deadline = self._deadline()
         self.file.catch_up(deadline)
         scope_sql, scope_params = self._scope_sql()

@@ -1,0 +1,201 @@
+"""The speed benchmark's report (tests/benchmarks/speed_report.py) rendered from a fixture result:
+every row of issue 15's table appears, each target is judged from the numbers, failed or missing
+rows say why, and only the marked section of the doc is rewritten. No benchmark runs here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixtures" / "speed-result.json"
+
+
+if str(ROOT) not in sys.path:  # the benchmarks are a package of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from tests.benchmarks import speed_report  # noqa: E402
+
+
+def _result() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    data["_path"] = FIXTURE
+    return data
+
+
+def _row(section: str, label: str) -> list[str]:
+    """The cells of the table row whose first cell starts with ``label``."""
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if cells and cells[0].startswith(label):
+            return cells
+    raise AssertionError(f"no row {label!r} in:\n{section}")
+
+
+def test_section_is_marked_dated_and_flags_a_quick_run() -> None:
+    section = speed_report.render(_result())
+    assert section.startswith(speed_report.BEGIN) and section.rstrip().endswith(speed_report.END)
+    assert "Quick smoke run" in section
+    assert "2026-12-01T17:00:00+00:00" in section and "10.0 min" in section
+    assert "2 cores, 23.5 GiB memory, AMD EPYC" in section
+    assert "load average 1.0 / 1.5 / 2.0 at start, 1.2 / 1.4 / 1.9 at end" in section
+    assert "kafka 4.3.1" in section and "opensearch 2.19.6" in section and "matplotlib" not in section
+    assert "python -m tests.benchmarks.speed --quick" in section
+    assert "speed-result.json" in section
+    assert "![Throughput vs corpus size](img/speed-throughput.png)" in section
+    assert "![Search latency vs corpus size](img/speed-latency.png)" in section
+
+
+def test_every_row_of_the_issue_is_judged_against_its_target() -> None:
+    section = speed_report.render(_result())
+    appender = _row(section, "appender, durable")
+    assert appender[1].startswith("21,000 ev/s, caller p99 0.80 ms")
+    assert "25,000 ev/s" in appender[2] and appender[3] == "0.84×" and appender[5] == "met"
+
+    assert _row(section, "`sessionlog append FILE` (embedded)")[5] == "met"
+    kafka = _row(section, "`sessionlog append FILE` (Kafka)")
+    assert kafka[5] == "**not met** (3,000 rec/s < 20,000)" and kafka[3] == "0.07×"
+
+    assert _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")[3:] == [
+        "2.50×",
+        "≤ 3× PostgreSQL",
+        "met",
+    ]
+    assert _row(section, "load 3,000 entries, empty → searchable (embedded)")[3] == "1.50×"
+
+    assert _row(section, "session-scoped search p50, 3,000 (OpenSearch)")[5] == "**not met** (5.00× > 2×)"
+    assert _row(section, "session-scoped search p50, 3,000 (embedded)")[5] == "met"
+    assert _row(section, "session-scoped search p99, 3,000 (OpenSearch)")[5].startswith("**not met**")
+    assert (
+        _row(section, "workspace-scoped search p95, 3,000 (OpenSearch)")[5] == "**not met** (0.62× > 0.25×)"
+    )
+    assert _row(section, "workspace-scoped search p95, 3,000 (embedded)")[5] == "met"
+    assert _row(section, "workspace-scoped search p99, 3,000 (OpenSearch)")[5] == "met"
+
+    assert _row(section, "session-scoped search p99 at 1,000,000 (embedded)")[1:2] == ["45.0 ms"]
+    assert _row(section, "session-scoped search p99 at 1,000,000 (embedded)")[5] == "met"
+    assert _row(section, "workspace-scoped search p99 at 1,000,000 (embedded)")[5] == (
+        "**not met** (200 ms > 150 ms)"
+    )
+
+    embedded = _row(section, "on-disk size, 3,000 entries (embedded")
+    assert (
+        embedded[1] == "10.0 MiB"
+        and embedded[2].endswith("5.0 MiB")
+        and embedded[5].startswith("**not met**")
+    )
+    assert _row(section, "on-disk size, 3,000 entries (OpenSearch")[5] == "reported"
+
+
+def test_failed_and_unoffered_rows_say_why() -> None:
+    section = speed_report.render(_result())
+    assert _row(section, "indexer end to end")[5] == "not measured: RuntimeError: raw bulk failed"
+    assert _row(section, "indexer, 2 vs 1 worker")[5] == "not measured: RuntimeError: raw bulk failed"
+
+    result = _result()
+    result["runs"][0]["rows"]["indexer"] = {
+        "indexer_events_per_s": 800.0,
+        "raw_events_per_s": 1000.0,
+        "ratio": 0.8,
+        "scaling": {"measured": False, "reason": "bench_pipeline.throughput has no `workers` option"},
+    }
+    del result["runs"][1]
+    section = speed_report.render(result)
+    assert _row(section, "indexer end to end")[3:] == ["0.80×", "≥ 0.7×", "met"]
+    assert "has no `workers` option" in _row(section, "indexer, 2 vs 1 worker")[5]
+    assert "not measured (no 1M size in this run)" in _row(section, "session-scoped search p99 at 1M")[5]
+
+
+def test_size_table_has_one_line_per_corpus_size() -> None:
+    section = speed_report.render(_result())
+    small = _row(section, "3,000")
+    assert small[1] == "21,000 / 25,000" and small[4] == "5.0 / 3.0 / 2.0"
+    big = _row(section, "1,000,000")
+    assert big[1] == "– / –" and big[5] == "– · 10.0 / 45.0 · 12.0 / 1,400.0"
+
+
+def test_only_the_marked_section_is_replaced(tmp_path: Path) -> None:
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text(
+        f"# Benchmarks\n\nbefore\n\n{speed_report.BEGIN}\nold numbers\n{speed_report.END}\n"
+        "\nafter, by hand\n",
+        encoding="utf-8",
+    )
+    text = speed_report.replace_section(docs.read_text(encoding="utf-8"), speed_report.render(_result()))
+    assert text.startswith("# Benchmarks\n\nbefore\n\n" + speed_report.BEGIN)
+    assert "old numbers" not in text and text.endswith(speed_report.END + "\n\nafter, by hand\n")
+    assert text.count(speed_report.BEGIN) == 1
+    appended = speed_report.replace_section("# Benchmarks\n", "SECTION\n")
+    assert appended == "# Benchmarks\n\nSECTION\n"
+
+
+def test_latest_finished_result_of_a_directory_is_rendered(tmp_path: Path) -> None:
+    older = _result() | {"finished_at": "2026-11-30T10:00:00+00:00", "command": "older"}
+    unfinished = {k: v for k, v in _result().items() if k not in ("finished_at", "_path")}
+    shutil.copy(FIXTURE, tmp_path / "speed-20261201T170000Z.json")
+    (tmp_path / "speed-20261130T100000Z.json").write_text(json.dumps(older, default=str), encoding="utf-8")
+    (tmp_path / "speed-20261202T000000Z.json").write_text(json.dumps(unfinished), encoding="utf-8")
+    chosen = speed_report.latest_result(tmp_path)
+    assert chosen["_path"].name == "speed-20261201T170000Z.json"
+    with pytest.raises(FileNotFoundError):
+        speed_report.latest_result(tmp_path / "nothing-here")
+
+
+def test_plots_are_drawn_when_matplotlib_is_installed(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# Benchmarks\n", encoding="utf-8")
+    written, images = speed_report.write_docs(FIXTURE, docs)
+    assert [p.name for p in images] == ["speed-throughput.png", "speed-latency.png"]
+    assert all(p.stat().st_size > 0 for p in images)
+    assert speed_report.BEGIN in written.read_text(encoding="utf-8")
+
+
+def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -> None:
+    result = _result()
+    rows = result["runs"][0]["rows"]
+    rows["load"] = {
+        "via": "bench_load (the CLI)",
+        "entries": 3000,
+        "events": 3000,
+        "embedded": {"append_s": 1.0, "index_s": 1.0, "seconds": 2.0, "bytes": 7340032, "found": True},
+        "kafka_opensearch": {"append_s": 4.0, "index_s": 4.0, "seconds": 8.0, "found": False},
+        "pg": {"seconds": 4.0, "bytes": 4194304},
+    }
+    rows["indexer"] = {
+        "indexer_events_per_s": 600.0,
+        "raw_events_per_s": 1000.0,
+        "ratio": 0.6,
+        "scaling": {
+            "measured": True,
+            "partitions": 4,
+            "one_worker_events_per_s": 500.0,
+            "two_workers_events_per_s": 850.0,
+            "speedup": 1.7,
+            "runs": [
+                {"workers": 1, "cpu": {"machine_busy_fraction": 0.6}},
+                {"workers": 2, "cpu": {"machine_busy_fraction": 1.0}},
+            ],
+        },
+    }
+    section = speed_report.render(result)
+    opensearch = _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")
+    assert "probe entry **not found**" in opensearch[1] and opensearch[2].endswith("4.0 s")
+    assert opensearch[3:] == ["2.00×", "≤ 3× PostgreSQL", "met"]
+    assert _row(section, "on-disk size, 3,000 entries (embedded")[3:4] == ["1.75×"]
+    # no OpenSearch size from the load row: the search row's index of the same documents
+    assert _row(section, "on-disk size, 3,000 entries (OpenSearch")[1] == "3.8 MiB"
+    assert _row(section, "indexer end to end")[5] == "**not met** (0.60× < 0.7×)"
+    scaling = _row(section, "indexer, 2 vs 1 worker processes, 4 partitions")
+    assert scaling[1:4] == [
+        "850 ev/s (machine busy 60% / 100% with 1 / 2 workers)",
+        "1 worker: 500 ev/s",
+        "1.70×",
+    ]
+    assert scaling[5] == "met"
+    assert "- **Load path in this run**: bench_load (the CLI)." in section
