@@ -505,7 +505,7 @@ def _big(loaded: Pipeline, session_id: str, query: str, budget: int) -> str:
         ("big-ascii", "kraken", "KRAKEN-7731", "start"),
         ("big-ascii", "7731", "KRAKEN-7731", "start"),
         ("big-ascii", "leviathan", "Leviathan", "middle"),
-        ("big-ascii", "leviathn", "Leviathan", "middle"),  # a typo: centred via the highlighter's hint
+        ("big-ascii", "leviathn", "Leviathan", "middle"),  # a typo: centred on its spelling in the text
         ("big-ascii", "viath", "Leviathan", "middle"),  # a substring
         ("big-ascii", "basilisk", "Basilisk", "end"),
         ("big-unicode", "nguyen zurich", "Nguyễn-Zürich", "middle"),

@@ -154,13 +154,22 @@ _ANALYSIS: Final[dict[str, Any]] = {
 }
 
 
-def _analysed_text() -> dict[str, Any]:
+def _analysed_text(*, message: bool) -> dict[str, Any]:
+    # Every query on these fields is a filter inside ``constant_score`` (the tiers of
+    # sessionlog.query.builder), so no score needs norms. Message text keeps them on its main field
+    # (``exists`` on it, the field bonus, reads them) and positions on ``exact`` (the phrase bonus);
+    # tool arguments need neither.
     docs_only = {"index_options": "docs", "norms": False}
+    exact: dict[str, Any] = {"type": "text", "analyzer": "sl_exact", "norms": False}
+    if not message:
+        exact |= docs_only
     return {
         "type": "text",
         "analyzer": "sl_folded",
+        # Positions: match_phrase (identifier parts, the phrase bonus) and intervals (occurrences).
+        "norms": message,
         "fields": {
-            "exact": {"type": "text", "analyzer": "sl_exact"},
+            "exact": exact,
             "tri": {"type": "text", "analyzer": "sl_trigram", **docs_only},
             "ident": {"type": "text", "analyzer": "sl_ident", **docs_only},
             "mixed": {"type": "text", "analyzer": "sl_mixed", **docs_only},
@@ -170,30 +179,38 @@ def _analysed_text() -> dict[str, Any]:
     }
 
 
+def _stored(kind: str) -> dict[str, Any]:
+    """A field only ever read back from ``_source``: no inverted index, no doc values."""
+    return {"type": kind, "index": False, "doc_values": False}
+
+
+# Indexed: what a query filters, sorts or aggregates on (scope, kinds, seq/time order, the excluded
+# tools, has_text, the offset of the corpus generation, the text fields). The rest is only read.
 _EVENT_PROPERTIES: Final[dict[str, Any]] = {
-    "schema": {"type": "integer"},
+    "schema": _stored("integer"),
     "workspace_id": {"type": "keyword"},
     "session_id": {"type": "keyword"},
     "seq": {"type": "long"},
     "type": {"type": "keyword"},
     "time": {"type": "date"},
-    "turn": {"type": "long"},
-    "role": {"type": "keyword"},
+    "turn": _stored("long"),
+    "role": _stored("keyword"),
     "tool_name": {"type": "keyword"},
-    "text": _analysed_text(),
-    "args": _analysed_text(),
+    "text": _analysed_text(message=True),
+    "args": _analysed_text(message=False),
     "has_text": {"type": "boolean"},
-    "text_bytes": {"type": "integer"},
-    "surface_op": {"type": "keyword"},
-    "replace_start": {"type": "long"},
-    "replace_end": {"type": "long"},
-    "sources": {"type": "long"},
-    "surface_state": {"type": "keyword"},
-    "replaced_by": {"type": "long"},
+    "text_bytes": _stored("integer"),
+    "surface_op": _stored("keyword"),
+    "replace_start": _stored("long"),
+    "replace_end": _stored("long"),
+    "sources": _stored("long"),
+    "surface_state": _stored("keyword"),
+    "replaced_by": _stored("long"),
     "attrs": {"type": "object", "enabled": False},
-    "content_hash": {"type": "keyword"},
-    "partition": {"type": "integer"},
-    "offset": {"type": "long"},
+    "content_hash": _stored("keyword"),
+    "partition": _stored("integer"),
+    # The corpus generation's max aggregation reads doc values only.
+    "offset": {"type": "long", "index": False},
 }
 
 

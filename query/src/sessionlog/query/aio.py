@@ -136,7 +136,9 @@ def async_client(access: OpenSearchAccess) -> AsyncOpenSearch:
     try:
         from opensearchpy import AsyncOpenSearch
 
-        return AsyncOpenSearch(**access.settings.client_kwargs())
+        from sessionlog.query.os_json import OrjsonSerializer
+
+        return AsyncOpenSearch(**access.settings.client_kwargs(), serializer=OrjsonSerializer())
     except ImportError as err:
         raise SessionQueryError(
             "SESSION_QUERY_INVALID_CONFIG",

@@ -35,10 +35,12 @@ from sessionlog.query.scoring import (
     phrase_words,
 )
 
-__all__ = ["SEARCH_TOOL_NAME", "QueryPlan", "browse_body", "count_body", "search_body"]
+__all__ = ["HIT_SOURCE", "SEARCH_TOOL_NAME", "QueryPlan", "browse_body", "count_body", "search_body"]
 
 SEARCH_TOOL_NAME = "session_query"
 _FIELDS = ("text", "args")
+#: What a hit needs of its document (the rest of ``_source`` is never sent back).
+HIT_SOURCE = ("session_id", "seq", "type", "text", "args", "turn", "role", "time")
 #: Terms a fuzzy query may expand to (per field and shard).
 _EXPANSIONS = 128
 
@@ -243,16 +245,9 @@ def search_body(
         "query": {"bool": boolean},
         "sort": [{"_score": "desc"}, {"seq": "desc"}, {"session_id": "asc"}],
         "track_total_hits": False,
-        "_source": {"excludes": ["content_hash", "attrs"]},
-        "highlight": {
-            "type": "unified",
-            "fields": {"text": {}, "args": {}},
-            "number_of_fragments": 3,
-            "fragment_size": 80,
-            "pre_tags": ["\ue000"],
-            "post_tags": ["\ue001"],
-            "highlight_query": {"bool": {"should": clauses}},
-        },
+        # No highlighter: it re-analysed every returned text against every tier; the spelling a
+        # typo matched is found in the hit's text instead (sessionlog.query.typo_hints).
+        "_source": {"includes": list(HIT_SOURCE)},
     }
     return body
 
@@ -271,7 +266,7 @@ def browse_body(
         "query": {"bool": {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}},
         "sort": sort,
         "track_total_hits": False,
-        "_source": {"excludes": ["content_hash", "attrs"]},
+        "_source": {"includes": list(HIT_SOURCE)},
     }
     return body
 

@@ -8,6 +8,7 @@ import threading
 from opensearchpy import OpenSearch
 
 from sessionlog.indexer.settings import OpenSearchSettings
+from sessionlog.query.os_json import OrjsonSerializer
 
 __all__ = ["shared_client"]
 
@@ -29,6 +30,6 @@ def shared_client(settings: OpenSearchSettings) -> OpenSearch:
     with _lock:
         client = _clients.get(key)
         if client is None:
-            client = OpenSearch(**settings.client_kwargs())
+            client = OpenSearch(**settings.client_kwargs(), serializer=OrjsonSerializer())
             _clients[key] = client
         return client

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -20,13 +19,12 @@ from sessionlog.query.options import OpenSearchProviderOptions
 from sessionlog.query.plan import MAX_QUERY_WORDS
 from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
+from sessionlog.query.typo_hints import typo_hints
 
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
 
 __all__ = ["MAX_QUERY_WORDS", "OpenSearchEngine", "OpenSearchProvider"]
-
-_HIGHLIGHT = re.compile("\ue000(.*?)\ue001", re.S)
 
 
 class OpenSearchEngine:
@@ -121,24 +119,19 @@ class OpenSearchEngine:
     @staticmethod
     def _hit(hit: dict[str, Any], query: EngineQuery) -> EngineHit:
         source = hit["_source"]
-        hints = tuple(
-            m.group(1)
-            for frags in (hit.get("highlight") or {}).values()
-            for f in frags
-            for m in _HIGHLIGHT.finditer(f)
-        )
+        text = source.get("text") or source.get("args") or ""
         score = float(hit.get("_score") or 0.0) if not query.plan.browse else 0.0
         return EngineHit(
             session_id=source["session_id"],
             entry_id=hit["_id"],
             seq=int(source["seq"]),
             kind=source["type"],
-            text=source.get("text") or source.get("args") or "",
+            text=text,
             turn=source.get("turn"),
             role=source.get("role"),
             created_at=datetime.fromisoformat(source["time"]) if source.get("time") else None,
             score=score if math.isfinite(score) else 0.0,  # NaN when sorting without scores
-            hints=hints,
+            hints=typo_hints(text, query.plan.words) if not query.plan.browse else (),
         )
 
 
