@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, SSLError, TransportError
@@ -64,6 +65,8 @@ class ItemResult:
 
 
 _MIN_SPLIT = 250
+#: The bulk response keeps only what the per-item outcome needs (not _index, _id, _version, ...).
+_BULK_FILTER = "errors,items.*.status,items.*.error.type,items.*.error.reason"
 
 
 class _RetryItems(Exception):
@@ -87,6 +90,7 @@ class OpenSearchView(ViewWrites):
         sleep: Callable[[float], None] = time.sleep,
         pinned_version: int | None = None,
         parallelism: int = 2,
+        max_bulk_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         overrides: dict[str, Any] = {}
         if hosts:
@@ -109,6 +113,9 @@ class OpenSearchView(ViewWrites):
         self.attempts = 0
         self.item_retries = 0
         self.parallelism = parallelism
+        #: Bulk requests are cut at this many body bytes (one record may exceed it alone).
+        self.max_bulk_bytes = max_bulk_bytes
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- schema ---------------------------------------------------------------------------------
     @os_edge_method("ensure schema")
@@ -216,18 +223,28 @@ class OpenSearchView(ViewWrites):
             raise ViewUnavailable(f"OpenSearch unreachable: {err}") from err
 
     # -- bulk -----------------------------------------------------------------------------------
-    def _index_of(self, action: Action) -> str:
-        return self.events if action.target == "events" else self.sessions
-
     def _bulk_once(self, actions: Sequence[Action]) -> list[ItemResult]:
-        lines: list[dict[str, Any]] = []
+        # NDJSON serialised by orjson (the client's own serialiser is json.dumps per line), cut into
+        # requests of at most ``max_bulk_bytes`` (in order), reading back only status and error.
+        dumps = orjson.dumps
+        items: list[Any] = []
+        parts: list[bytes] = []
+        size = 0
         for action in actions:
-            meta = {"_index": self._index_of(action), "_id": action.doc_id, "routing": action.routing}
-            lines.append({action.op: meta})
-            lines.append(action.body)
-        response = self.client.bulk(body=lines)
+            index = self.events if action.target == "events" else self.sessions
+            meta = dumps({action.op: {"_index": index, "_id": action.doc_id, "routing": action.routing}})
+            body = dumps(action.body)
+            if parts and size + len(meta) + len(body) + 2 > self.max_bulk_bytes:
+                items.extend(self._send(parts))
+                parts, size = [], 0
+            parts += (meta, body)
+            size += len(meta) + len(body) + 2
+        if parts:
+            items.extend(self._send(parts))
+        if len(items) != len(actions):
+            raise ViewFailed(f"bulk responses hold {len(items)} items for {len(actions)} actions")
         results = []
-        for action, item in zip(actions, response["items"], strict=True):
+        for action, item in zip(actions, items, strict=True):
             (info,) = item.values()
             error = info.get("error")
             reason = None
@@ -235,6 +252,11 @@ class OpenSearchView(ViewWrites):
                 reason = f"{error.get('type')}: {error.get('reason')}"
             results.append(ItemResult(action, int(info.get("status", 500)), reason))
         return results
+
+    def _send(self, parts: list[bytes]) -> list[Any]:
+        parts.append(b"")
+        response = self.client.bulk(body=b"\n".join(parts), params={"filter_path": _BULK_FILTER})
+        return list(response.get("items") or ())
 
     @os_edge_method("bulk")
     def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:
@@ -253,8 +275,9 @@ class OpenSearchView(ViewWrites):
         groups: list[list[tuple[int, Action]]] = [[] for _ in range(self.parallelism)]
         for index, action in enumerate(actions):
             groups[zlib.crc32(action.routing.encode()) % self.parallelism].append((index, action))
-        with ThreadPoolExecutor(max_workers=self.parallelism, thread_name_prefix="sessionlog-bulk") as pool:
-            parts = list(pool.map(lambda group: self._bulk_serial(group, None), [g for g in groups if g]))
+        if self._pool is None:  # kept for the view's life: no thread start-up per batch
+            self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="sessionlog-bulk")
+        parts = list(self._pool.map(lambda group: self._bulk_serial(group, None), [g for g in groups if g]))
         merged: dict[int, ItemResult] = {}
         for group, results in zip([g for g in groups if g], parts, strict=True):
             for (index, _), result in zip(group, results, strict=True):
@@ -453,5 +476,8 @@ class OpenSearchView(ViewWrites):
         return self.pinned_version is None
 
     def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         with contextlib.suppress(Exception):
             self.client.close()

@@ -166,8 +166,8 @@ class TextRows:
 def text_rows(text: str) -> TextRows:
     """The bodies of an event's ``events_words``/``events_tri``, ``events_ident`` and ``events_cjk``
     rows (deterministic: a contentless row is deleted by writing the same body again)."""
-    tokens = index_tokens(text)
     folded = fold(text.lower())
+    tokens = WORD_RE.findall(folded)  # index_tokens(text), without folding the text twice
     idents = list(dict.fromkeys(IDENT_RE.findall(folded)))
     runs = [t for t in tokens if is_cjk(t)]
     cjk = ""
