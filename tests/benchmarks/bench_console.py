@@ -181,15 +181,19 @@ def measure(name: str, runs: int, url_for: Callable[[int], str]) -> tuple[list[f
 
 def provider_only(backend: Backend, workspace: str, queries: list[str]) -> tuple[list[float], dict[int, int]]:
     """The same first-page searches straight through the provider (the console's floor)."""
-    from sessionlog.query import Scope, SessionQueryRequest
+    from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
 
     samples = []
+    failed: dict[int, int] = {}
     with backend.open_provider(Scope.workspace(workspace)) as provider:
         for query in queries:
             started = time.perf_counter()
-            provider.search(SessionQueryRequest(query=query, limit=50))
+            try:
+                provider.search(SessionQueryRequest(query=query, limit=50))
+            except SessionQueryError:  # counted like the pages' 503/504, not the end of the run
+                failed[504] = failed.get(504, 0) + 1
             samples.append((time.perf_counter() - started) * 1000)
-    return samples, {}
+    return samples, failed
 
 
 def report(name: str, measured: tuple[list[float], dict[int, int]]) -> None:

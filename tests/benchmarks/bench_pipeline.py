@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import re
 import statistics
 import threading
@@ -33,6 +35,7 @@ from opensearchpy import helpers
 from rich.console import Console
 from rich.progress import Progress
 from tests.benchmarks.corpus import Corpus, CorpusConfig
+from tests.benchmarks.cpuacct import CpuWindow, server_pids
 from tests.benchmarks.machine import machine_info
 
 from sessionlog.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, kafka_runner
@@ -61,10 +64,7 @@ def _cleanup(view: OpenSearchView, kafka: KafkaSettings) -> None:
         admin.close()
 
 
-def throughput(events: int, console: Console) -> dict[str, Any]:
-    records = _records(events)
-    run = uuid.uuid4().hex[:8]
-    kafka = KafkaSettings().model_copy(update={"topic": f"bench.pipeline.{run}"})
+def _produce(kafka: KafkaSettings, records: list[dict[str, Any]]) -> None:
     ensure_topics(kafka)
     producer = KafkaProducer(
         **kafka.client_config(), linger_ms=20, batch_size=512 * 1024, compression_type="zstd"
@@ -73,6 +73,86 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
         producer.send(kafka.topic, key=record["session_id"].encode(), value=orjson.dumps(record))
     producer.flush()
     producer.close()
+
+
+def _worker(
+    kafka: KafkaSettings, opensearch: OpenSearchSettings, settings: IndexerSettings, out: Any
+) -> None:
+    """One indexer process of the scaling run: index until the group is caught up, then report
+    its counters and its own CPU time."""
+    with kafka_runner(kafka, opensearch, settings) as worker:
+        stats = worker.run(until_idle=True)
+    times = os.times()
+    out.put({"indexed": stats.indexed, "consumed": stats.consumed, "cpu_s": times.user + times.system})
+
+
+def scaling(events: int, workers: list[int], console: Console) -> dict[str, Any]:
+    """The same topic (``--partitions``) indexed by 1, 2, ... worker processes of one group each,
+    into a fresh prefix each time, with the CPU each party used (workers, OpenSearch, Kafka, rest)."""
+    records = _records(events)
+    run = uuid.uuid4().hex[:8]
+    kafka = KafkaSettings().model_copy(update={"topic": f"bench.scale.{run}"})
+    _produce(kafka, records)
+    n_events = sum(1 for r in records if r["kind"] == "event")
+    ctx = multiprocessing.get_context("spawn")
+    rows: list[dict[str, Any]] = []
+    servers = server_pids()
+    try:
+        for n in workers:
+            opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-scale-{run}-{n}"})
+            schema = OpenSearchView(opensearch)
+            schema.ensure_schema()  # not timed, and no race between the workers creating it
+            settings = IndexerSettings().model_copy(update={"group_id": f"bench-scale-{run}-{n}"})
+            window = CpuWindow()
+            for name, pid in servers.items():
+                window.watch(name, pid)
+            queue = ctx.Queue()
+            procs = [ctx.Process(target=_worker, args=(kafka, opensearch, settings, queue)) for _ in range(n)]
+            console.print(f"{n} worker process(es) on {kafka.partitions} partitions ...")
+            window.start()
+            started = time.monotonic()
+            for proc in procs:
+                proc.start()
+            reports = [queue.get(timeout=1800) for _ in procs]
+            seconds = time.monotonic() - started
+            window.stop()
+            for proc in procs:
+                proc.join(timeout=60)
+            split = window.report()
+            split["workers_cpu_s"] = sum(r["cpu_s"] for r in reports)
+            split["others_cpu_s"] = max(0.0, split["others_cpu_s"] - split["workers_cpu_s"])
+            row = {
+                "workers": n,
+                "seconds": seconds,
+                "events_per_s": n_events / seconds,
+                "indexed": sum(r["indexed"] for r in reports),
+                "cpu": split,
+            }
+            schema.refresh()
+            row["documents"] = int(schema.client.count(index=schema.events)["count"])  # exactly n_events
+            rows.append(row)
+            console.print(row)
+            schema.drop()
+            schema.close()
+    finally:
+        from kafka import KafkaAdminClient
+
+        admin = KafkaAdminClient(**kafka.client_config())
+        try:
+            admin.delete_topics([kafka.topic])
+        finally:
+            admin.close()
+    base = rows[0]["events_per_s"] if rows else 0.0
+    for row in rows:
+        row["speedup"] = row["events_per_s"] / base if base else None
+    return {"events": n_events, "partitions": kafka.partitions, "runs": rows}
+
+
+def throughput(events: int, console: Console) -> dict[str, Any]:
+    records = _records(events)
+    run = uuid.uuid4().hex[:8]
+    kafka = KafkaSettings().model_copy(update={"topic": f"bench.pipeline.{run}"})
+    _produce(kafka, records)
     n_events = sum(1 for r in records if r["kind"] == "event")
 
     opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-tp-{run}"})
@@ -103,7 +183,7 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
     ]
     started = time.monotonic()
     for ok, item in helpers.parallel_bulk(
-        raw_view.client, docs, thread_count=2, chunk_size=2000, raise_on_error=False
+        raw_view.client, docs, thread_count=2, chunk_size=2000, raise_on_error=False, request_timeout=120
     ):
         if not ok:
             raise RuntimeError(f"raw bulk failed: {item}")
@@ -230,6 +310,7 @@ def render(result: dict[str, Any]) -> str:
         f"| freshness at {fr['rate_per_s']:.0f} appends/s, {fr['samples']} samples: p50 / p99 / max "
         f"(target p50 ≤ 1.5 s) | {fr['p50_s']:.2f} s / {fr['p99_s']:.2f} s / {fr['max_s']:.2f} s |",
         "",
+        *_scaling_lines(result.get("scaling")),
         "Freshness is append (caller's thread) → the entry is returned by a provider search; it includes the "
         "producer's linger, the worker's poll, the bulk write and the refresh the worker triggers before it "
         "publishes the watermark (every 0.25 s here).",
@@ -237,6 +318,28 @@ def render(result: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _scaling_lines(scaling: dict[str, Any] | None) -> list[str]:
+    if not scaling:
+        return []
+    lines = [
+        f"Worker processes of one group on a {scaling['partitions']}-partition topic "
+        f"({scaling['events']:,} events; CPU seconds during the run):",
+        "",
+        "| workers | events/s | speedup | workers CPU | OpenSearch CPU | Kafka CPU | rest | machine busy |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in scaling["runs"]:
+        cpu = row["cpu"]
+        lines.append(
+            f"| {row['workers']} | {row['events_per_s']:,.0f} | {row['speedup']:.2f}× | "
+            f"{cpu['workers_cpu_s']:.1f} s | {cpu.get('opensearch_cpu_s', 0):.1f} s | "
+            f"{cpu.get('kafka_cpu_s', 0):.1f} s | {cpu['others_cpu_s']:.1f} s | "
+            f"{100 * (cpu['machine_busy_fraction'] or 0):.0f}% of {cpu['cpus']} cores |"
+        )
+    lines.append("")
+    return lines
 
 
 def write_report(result: dict[str, Any]) -> None:
@@ -257,6 +360,15 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=200.0, help="appends per second for freshness")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--report", action="store_true")
+    parser.add_argument(
+        "--skip-freshness", action="store_true", help="throughput only (profiling, quick comparisons)"
+    )
+    parser.add_argument(
+        "--workers",
+        default="",
+        help="also index the events with N worker processes of one group, e.g. 1,2 (the scaling run)",
+    )
+    parser.add_argument("--skip-throughput", action="store_true", help="skip the indexer/raw comparison")
     args = parser.parse_args()
     console = Console()
     result: dict[str, Any] = {
@@ -266,18 +378,30 @@ def main() -> int:
         f"--rate {args.rate:g} --seconds {args.seconds:g}",
         "machine": machine_info(),
     }
-    console.rule("throughput")
-    result["throughput"] = throughput(args.events, console)
-    console.print(result["throughput"])
-    console.rule("freshness")
-    result["freshness"] = freshness(args.rate, args.seconds, console)
-    console.print(result["freshness"])
+    if args.workers:
+        result["command"] += f" --workers {args.workers}"
+    if args.skip_freshness:
+        result["command"] += " --skip-freshness"
+    if args.skip_throughput:
+        result["command"] += " --skip-throughput"
+    else:
+        console.rule("throughput")
+        result["throughput"] = throughput(args.events, console)
+        console.print(result["throughput"])
+    if args.workers:
+        console.rule("scaling")
+        counts = [int(n) for n in args.workers.split(",") if n.strip()]
+        result["scaling"] = scaling(args.events, counts, console)
+    if not args.skip_freshness:
+        console.rule("freshness")
+        result["freshness"] = freshness(args.rate, args.seconds, console)
+        console.print(result["freshness"])
     result["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"pipeline-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps(result, indent=2), encoding="utf-8")
     console.print(f"result: {path}")
-    if args.report:
+    if args.report and "throughput" in result and "freshness" in result:
         write_report(result)
         console.print(f"wrote {DOCS}")
     return 0

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 from markupsafe import Markup
 from pydantic import ValidationError
 from starlette.datastructures import Headers
+from tests.console.conftest import embedded
 
 from sessionlog.console.security import Guard, safe_next, same_origin
 from sessionlog.console.settings import Access, ConsoleSettings, Grants, is_loopback
+from sessionlog.console.source import ConsoleSource
 from sessionlog.console.views import highlight, lineage_from_listing
 from sessionlog.query import SessionHeader, SessionRecord
 from sessionlog.query.contract import parse_time
@@ -147,3 +153,39 @@ def test_the_lower_packages_never_import_the_console() -> None:
 
     for package in ("sessionlog.ingest", "sessionlog.indexer", "sessionlog.query"):
         assert violations(package, ("sessionlog.console",)) == []
+
+
+def test_an_expired_catalog_is_served_while_one_background_load_replaces_it(
+    corpus_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = ConsoleSource(embedded(corpus_path), catalog_ttl_s=1.0)
+    loads: list[str] = []
+    release = threading.Event()
+    real = source._embedded_catalog
+
+    def slow() -> Any:
+        loads.append(threading.current_thread().name)
+        release.wait(10)
+        return real()
+
+    monkeypatch.setattr(source, "_embedded_catalog", slow)
+    try:
+        release.set()
+        first = source.workspaces()
+        assert loads == ["MainThread"]
+        release.clear()
+        now = time.monotonic()
+        monkeypatch.setattr(time, "monotonic", lambda: now + 5.0)
+        assert source.workspaces() is first and source.workspaces() is first  # no page waits
+        release.set()
+        for _ in range(100):
+            if source._catalog is not None and source._catalog[1] is not first:
+                break
+            threading.Event().wait(0.05)
+        assert loads[1:] == ["sessionlog-console-refresh"]  # one reload, in the background
+        monkeypatch.setattr(time, "monotonic", lambda: now + 500.0)
+        source.workspaces()
+        assert loads[-1] == "MainThread"  # far too old: loaded before the page answers
+    finally:
+        release.set()
+        source.close()

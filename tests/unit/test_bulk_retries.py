@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import TransportError
@@ -23,10 +24,14 @@ class FakeClient:
     def __init__(self, script: list[Any]) -> None:
         self.script = list(script)
         self.calls: list[list[str]] = []
+        self.sizes: list[int] = []
 
-    def bulk(self, body: list[dict[str, Any]]) -> dict[str, Any]:
-        ids = [line["create"]["_id"] for line in body[::2]]
+    def bulk(self, body: bytes, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        assert body.endswith(b"\n")  # NDJSON, as the bulk API wants it
+        lines = [orjson.loads(line) for line in body.splitlines()]
+        ids = [line["create"]["_id"] for line in lines[::2]]
         self.calls.append(ids)
+        self.sizes.append(len(body))
         outcome = self.script.pop(0)
         if isinstance(outcome, Exception):
             raise outcome
@@ -100,3 +105,21 @@ def test_a_rejected_request_is_not_retried() -> None:
 )
 def test_retriable_is_a_property_of_the_status(status: int, retriable: bool) -> None:
     assert is_retriable_status(status) is retriable
+
+
+def test_bulk_requests_are_cut_by_bytes_in_order() -> None:
+    client = FakeClient([lambda ids: [201] * len(ids)] * 10)
+    view = OpenSearchView(client=client, parallelism=1, max_bulk_bytes=400)  # type: ignore[arg-type]
+    results = view.bulk(_actions(12))
+    assert [r.status for r in results] == [201] * 12
+    sent = [i for call in client.calls for i in call]
+    assert len(client.calls) > 1 and sent == [f"s:{i}" for i in range(12)]
+    assert all(size <= 400 + 2 for size in client.sizes)
+
+
+def test_one_action_larger_than_the_cut_goes_alone() -> None:
+    big = Action("create", "events", "s:big", "s", {"seq": 0, "text": "x" * 1000})
+    client = FakeClient([lambda ids: [201] * len(ids)] * 3)
+    view = OpenSearchView(client=client, parallelism=1, max_bulk_bytes=400)  # type: ignore[arg-type]
+    assert [r.ok for r in view.bulk([*_actions(1), big, *_actions(1)])] == [True, True, True]
+    assert client.calls == [["s:0"], ["s:big"], ["s:0"]]

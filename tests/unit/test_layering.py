@@ -31,6 +31,8 @@ ROOT = "sessionlog"
 QUERY_MAY_IMPORT_FROM_INDEXER = frozenset(
     {
         "sessionlog.indexer.document",
+        # the embedded event row layout (which fields are columns, not repeated in ``doc``)
+        "sessionlog.indexer.sqlite_docs",
         "sessionlog.indexer.textfold",
         "sessionlog.indexer.fold",
         "sessionlog.indexer.settings",
@@ -42,8 +44,10 @@ QUERY_MAY_IMPORT_FROM_INDEXER = frozenset(
 PURE_MODULES = (
     "sessionlog.ingest.wire",
     "sessionlog.indexer.document",
+    "sessionlog.indexer.sqlite_docs",
     "sessionlog.indexer.textfold",
     "sessionlog.indexer.fold",
+    "sessionlog.indexer.fold_types",
     "sessionlog.indexer.projector",
     "sessionlog.indexer.deadletter",
     "sessionlog.query.builder",

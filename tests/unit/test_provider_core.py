@@ -143,7 +143,15 @@ def test_every_provider_configuration_error_is_invalid_config(tmp_path: Path, kw
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"max_expansions": 0}, {"max_expansions": "64"}, {"catch_up": 5}, {"path": 5}, {"path": " "}],
+    [
+        {"max_expansions": 0},
+        {"max_expansions": "64"},
+        {"scan_max_rows": -1},
+        {"scan_max_rows": True},
+        {"catch_up": 5},
+        {"path": 5},
+        {"path": " "},
+    ],
     ids=repr,
 )
 def test_embedded_provider_configuration_errors(tmp_path: Path, kwargs: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,11 @@ class MemorySource:
         self.position = dict(self.committed)
         self.lose_next_commit = False
         self.changed = True
+        self.before_revoke: Callable[[], None] | None = None
+        #: Polls (counted from 1) during which the group rebalances: the revoke hook runs, then
+        #: every partition is handed back from its committed offset (Kafka's eager protocol).
+        self.rebalance_at: set[int] = set()
+        self.polls = 0
 
     @property
     def topic(self) -> str:
@@ -93,6 +98,12 @@ class MemorySource:
 
     def poll(self, max_records: int, timeout_s: float) -> Poll:
         self.faults.hit("poll")
+        self.polls += 1
+        if self.polls in self.rebalance_at:
+            if self.before_revoke is not None:
+                self.before_revoke()
+            self.position = dict(self.committed)
+            self.changed = True
         entries: list[Entry | InvalidEntry] = []
         for p, records in self.partitions.items():
             take = records[self.position[p] : self.position[p] + max_records // 2 or 1]
@@ -133,12 +144,18 @@ class MemorySource:
 
 
 class FaultyView(ViewWrites):
-    """A real SQLite view behind scripted faults on each phase."""
+    """A real SQLite view behind scripted faults on each phase. Its calls are serialised, so a
+    pipelined runner may write from its writer thread while it projects the next batch."""
 
     def __init__(self, faults: Faults, inner: SQLiteView) -> None:
         self.faults = faults
         self.inner = inner
         self.watermarks: dict[int, tuple[int, int]] = {}
+        self.lock = threading.RLock()
+
+    def write(self, actions: Sequence[Action]) -> list[WriteResult]:
+        with self.lock:
+            return super().write(actions)
 
     def ensure_schema(self) -> None:
         self.faults.hit("schema")
@@ -152,7 +169,8 @@ class FaultyView(ViewWrites):
 
     def restore_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionProjection]:
         self.faults.hit("restore")
-        return self.inner.restore_sessions(session_ids)
+        with self.lock:
+            return self.inner.restore_sessions(session_ids)
 
     def _apply(self, actions: Sequence[Action]) -> list[WriteResult]:
         self.faults.hit("bulk")
@@ -167,7 +185,8 @@ class FaultyView(ViewWrites):
         return self.inner.get_event_source(doc_id, routing)
 
     def settle(self, committed: bool) -> None:
-        self.inner.settle(committed)
+        with self.lock:
+            self.inner.settle(committed)
 
     @property
     def publishes_watermarks(self) -> bool:
@@ -212,9 +231,17 @@ def _records() -> list[tuple[bytes, bytes]]:
     return out
 
 
-def _run(tmp_path: Path, faults: Faults, *, lose_commit: bool = False) -> tuple[Runner, MemorySource]:
+def _run(
+    tmp_path: Path,
+    faults: Faults,
+    *,
+    lose_commit: bool = False,
+    pipeline: bool = False,
+    rebalance_at: frozenset[int] = frozenset(),
+) -> tuple[Runner, MemorySource]:
     source = MemorySource(faults, _records())
     source.lose_next_commit = lose_commit
+    source.rebalance_at = set(rebalance_at)
     view = FaultyView(faults, SQLiteView(tmp_path / "view.db"))
     runner = Runner(
         source,
@@ -225,6 +252,7 @@ def _run(tmp_path: Path, faults: Faults, *, lose_commit: bool = False) -> tuple[
         backoff_max_s=0.01,
         watermark_interval_s=0.01,
         idle_timeout_s=60,
+        pipeline=pipeline,
     )
     # A long-running indexer (not ``until_idle``, which fails fast before its first batch).
     stop = threading.Event()
@@ -275,22 +303,49 @@ RETRIABLE: list[tuple[str, IndexerError]] = [
 ]
 
 
+PIPELINE = pytest.mark.parametrize("pipeline", [False, True], ids=["serial", "pipelined"])
+
+
+@PIPELINE
 @pytest.mark.parametrize(("phase", "error"), RETRIABLE, ids=[p for p, _ in RETRIABLE])
 def test_a_retriable_fault_in_any_phase_is_survived_exactly(
-    tmp_path: Path, phase: str, error: IndexerError
+    tmp_path: Path, phase: str, error: IndexerError, pipeline: bool
 ) -> None:
     faults = Faults()
     faults.arm(phase, error, times=3)
     if phase == "hold":  # hold only happens during a view outage
         faults.arm("bulk", ViewUnavailable("bulk failed"))
-    runner, _ = _run(tmp_path, faults)
+    runner, _ = _run(tmp_path, faults, pipeline=pipeline)
     assert faults.hits.get(phase, 0) >= 1, f"the {phase} fault was never reached"
     _assert_exact(tmp_path, runner)
 
 
-def test_a_commit_lost_to_a_rebalance_drops_the_batch_and_carries_on(tmp_path: Path) -> None:
-    runner, _ = _run(tmp_path, Faults(), lose_commit=True)
+@PIPELINE
+def test_a_commit_lost_to_a_rebalance_drops_the_batch_and_carries_on(tmp_path: Path, pipeline: bool) -> None:
+    runner, _ = _run(tmp_path, Faults(), lose_commit=True, pipeline=pipeline)
     assert runner.stats.rebalances == 1
+    _assert_exact(tmp_path, runner)
+
+
+@PIPELINE
+def test_a_rebalance_during_a_poll_finishes_the_write_in_flight_first(tmp_path: Path, pipeline: bool) -> None:
+    faults = Faults()
+    runner, source = _run(tmp_path, faults, pipeline=pipeline, rebalance_at=frozenset({3, 4, 7}))
+    _assert_exact(tmp_path, runner)
+    if pipeline:  # the batches in flight were written, left uncommitted and projected again
+        assert source.before_revoke is not None and runner.stats.replays > 1
+
+
+def test_a_pipelined_runner_overlaps_the_next_projection_with_the_write(tmp_path: Path) -> None:
+    faults = Faults()
+    source = MemorySource(faults, _records())
+    view = FaultyView(faults, SQLiteView(tmp_path / "view.db"))
+    runner = Runner(source, view, MemoryDeadLetters(faults), batch_max=16, poll_timeout_s=0.0, pipeline=True)
+    assert runner._advance() > 0  # polled and projected; its write is in flight, nothing committed
+    assert source.committed == {0: 0, 1: 0}
+    assert runner._advance() > 0  # the first batch is committed once the second one is projected
+    assert sum(source.committed.values()) == 16
+    runner.run(until_idle=True)
     _assert_exact(tmp_path, runner)
 
 
@@ -303,12 +358,15 @@ NON_RETRIABLE: list[tuple[str, IndexerError]] = [
 ]
 
 
+@PIPELINE
 @pytest.mark.parametrize(("phase", "error"), NON_RETRIABLE, ids=[p for p, _ in NON_RETRIABLE])
-def test_a_non_retriable_fault_stops_the_runner(tmp_path: Path, phase: str, error: IndexerError) -> None:
+def test_a_non_retriable_fault_stops_the_runner(
+    tmp_path: Path, phase: str, error: IndexerError, pipeline: bool
+) -> None:
     faults = Faults()
     faults.arm(phase, error)
     with pytest.raises(type(error)):
-        _run(tmp_path, faults)
+        _run(tmp_path, faults, pipeline=pipeline)
     assert faults.hits[phase] == 1  # not retried
 
 
@@ -338,3 +396,26 @@ def test_until_idle_waits_out_an_outage_once_it_has_worked(tmp_path: Path) -> No
     runner.run(until_idle=True)
     assert faults.hits["bulk"] == 3 and source.caught_up()
     runner.close()
+
+
+def test_a_failed_pipelined_write_leaves_the_states_to_the_projecting_thread(tmp_path: Path) -> None:
+    faults = Faults()
+    source = MemorySource(faults, _records())
+    view = FaultyView(faults, SQLiteView(tmp_path / "view.db"))
+    runner = Runner(source, view, MemoryDeadLetters(faults), batch_max=16, poll_timeout_s=0.0, pipeline=True)
+    runner.step()  # a first batch committed (serially): its sessions have states
+    faults.arm("bulk", ViewUnavailable("bulk failed"))
+    assert runner._advance() > 0  # the next batch is projected; its write fails on the writer thread
+    inflight = runner._inflight
+    assert inflight is not None and inflight.future is not None
+    with pytest.raises(ViewUnavailable):
+        inflight.future.result()
+    # The writer thread did not touch the states: the projecting thread is advancing them meanwhile.
+    assert set(inflight.prepared.touched) <= set(runner.processor.states)
+    committed = dict(source.committed)
+    with pytest.raises(ViewUnavailable):
+        runner._advance()  # the failure surfaces here: both batches dropped, the source rewound
+    assert runner.processor.states == {} and runner._inflight is None
+    assert source.position == committed
+    runner.run(until_idle=True)
+    _assert_exact(tmp_path, runner)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
-from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
@@ -133,7 +132,7 @@ def rebuild(
 ) -> None:
     """Project the whole log again: into a new index version whose aliases switch atomically
     (kafka-opensearch), or into the emptied projection of the file (embedded)."""
-    from sessionlog.cli.main import _errors, _fail, console, err_console
+    from sessionlog.cli.main import _errors, _fail, console
     from sessionlog.indexer.operations import rebuild as run_rebuild
     from sessionlog.indexer.operations import rebuild_embedded
 
@@ -141,11 +140,11 @@ def rebuild(
         backend = _backend(need_file=True)
         if backend.name == "embedded" and keep:
             _fail("--keep: the embedded backend has no index versions to keep", 2)
-        with Progress(console=err_console) as progress:
-            task = progress.add_task("rebuilding", total=None)
+        with ExitStack() as stack:
+            meter = Meter(stack, "rebuilding")
 
             def on_batch(stats: RunStats, remaining: int) -> None:
-                progress.update(task, completed=stats.consumed, total=stats.consumed + remaining)
+                meter.update(stats.consumed, note=f"lag {remaining}")
 
             if backend.name == "embedded":
                 report = rebuild_embedded(backend.sqlite_path, on_batch=on_batch)

@@ -127,6 +127,9 @@ async def search(request: Request, access: Access) -> Response:
     form = _search_form(request)
     catalog = _visible(access, await _call(source.workspaces))
     known = {ws.workspace_id for ws in catalog}
+    if any(ws not in known for ws in form.workspaces):  # newer than the cached catalog?
+        catalog = _visible(access, await _call(lambda: source.workspaces(fresh=True)))
+        known = {ws.workspace_id for ws in catalog}
     context: dict[str, Any] = {
         "form": form,
         "catalog": catalog,

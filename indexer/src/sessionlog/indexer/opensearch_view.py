@@ -1,19 +1,17 @@
-"""The OpenSearch projection (write side): schema, routed bulk writes with per-item retries."""
+"""The OpenSearch projection (write side): schema, versions and aliases, watermarks, restoring
+projection state; the routed bulk writes live in :mod:`sessionlog.indexer.opensearch_bulk`."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, SSLError, TransportError
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from sessionlog.indexer.document import (
     events_alias,
@@ -23,8 +21,9 @@ from sessionlog.indexer.document import (
     sessions_index_body,
     watermarks_index,
 )
-from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
+from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
+from sessionlog.indexer.opensearch_bulk import BulkWriter, ItemResult, is_retriable_status
 from sessionlog.indexer.os_security import deny
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
@@ -35,42 +34,12 @@ from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
 __all__ = ["ItemResult", "OpenSearchView", "is_retriable_status", "make_client"]
 
-RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-
-
-def is_retriable_status(status: int) -> bool:
-    return status in RETRIABLE_STATUS or status >= 500
-
 
 def make_client(settings: OpenSearchSettings) -> OpenSearch:
     return OpenSearch(**settings.client_kwargs())
 
 
-@dataclass(frozen=True, slots=True)
-class ItemResult:
-    """The outcome of one bulk action: ``status`` is the HTTP status of the item."""
-
-    action: Action
-    status: int
-    error: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.status < 300
-
-    @property
-    def exists(self) -> bool:
-        return self.status == 409 and self.action.op == "create"
-
-
-_MIN_SPLIT = 250
-
-
-class _RetryItems(Exception):
-    """Some items (or the whole request) failed retriably; try those again after a backoff."""
-
-
-class OpenSearchView(ViewWrites):
+class OpenSearchView(BulkWriter, ViewWrites):
     """Owns the indices of one ``index_prefix``: events (alias over versions) and sessions.
 
     Implements :class:`~sessionlog.indexer.ports.SessionView`; every public method raises only
@@ -87,6 +56,7 @@ class OpenSearchView(ViewWrites):
         sleep: Callable[[float], None] = time.sleep,
         pinned_version: int | None = None,
         parallelism: int = 2,
+        max_bulk_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         overrides: dict[str, Any] = {}
         if hosts:
@@ -109,6 +79,9 @@ class OpenSearchView(ViewWrites):
         self.attempts = 0
         self.item_retries = 0
         self.parallelism = parallelism
+        #: Bulk requests are cut at this many body bytes (one record may exceed it alone).
+        self.max_bulk_bytes = max_bulk_bytes
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- schema ---------------------------------------------------------------------------------
     @os_edge_method("ensure schema")
@@ -214,97 +187,6 @@ class OpenSearchView(ViewWrites):
             raise
         except (OSConnectionError, ConnectionTimeout) as err:
             raise ViewUnavailable(f"OpenSearch unreachable: {err}") from err
-
-    # -- bulk -----------------------------------------------------------------------------------
-    def _index_of(self, action: Action) -> str:
-        return self.events if action.target == "events" else self.sessions
-
-    def _bulk_once(self, actions: Sequence[Action]) -> list[ItemResult]:
-        lines: list[dict[str, Any]] = []
-        for action in actions:
-            meta = {"_index": self._index_of(action), "_id": action.doc_id, "routing": action.routing}
-            lines.append({action.op: meta})
-            lines.append(action.body)
-        response = self.client.bulk(body=lines)
-        results = []
-        for action, item in zip(actions, response["items"], strict=True):
-            (info,) = item.values()
-            error = info.get("error")
-            reason = None
-            if error:
-                reason = f"{error.get('type')}: {error.get('reason')}"
-            results.append(ItemResult(action, int(info.get("status", 500)), reason))
-        return results
-
-    @os_edge_method("bulk")
-    def bulk(self, actions: Sequence[Action]) -> list[ItemResult]:
-        """Send actions; re-send only the items that failed retriably, with capped jittered backoff.
-
-        Large batches go out as ``parallelism`` concurrent requests, split by session, so that a
-        session's actions stay in order in one request (a shadow update never overtakes the create
-        of the document it updates) while OpenSearch uses more than one write thread.
-
-        Raises :class:`ViewUnavailable` when OpenSearch cannot be reached or items keep failing
-        retriably past the budget; the caller then retries the whole batch later (writes are
-        idempotent). Non-retriable item failures are returned for dead-lettering.
-        """
-        if self.parallelism <= 1 or len(actions) < 2 * _MIN_SPLIT:
-            return self._bulk_serial(list(enumerate(actions)), len(actions))
-        groups: list[list[tuple[int, Action]]] = [[] for _ in range(self.parallelism)]
-        for index, action in enumerate(actions):
-            groups[zlib.crc32(action.routing.encode()) % self.parallelism].append((index, action))
-        with ThreadPoolExecutor(max_workers=self.parallelism, thread_name_prefix="sessionlog-bulk") as pool:
-            parts = list(pool.map(lambda group: self._bulk_serial(group, None), [g for g in groups if g]))
-        merged: dict[int, ItemResult] = {}
-        for group, results in zip([g for g in groups if g], parts, strict=True):
-            for (index, _), result in zip(group, results, strict=True):
-                merged[index] = result
-        return [merged[i] for i in range(len(actions))]
-
-    def _bulk_serial(self, indexed: list[tuple[int, Action]], _total: int | None) -> list[ItemResult]:
-        final: dict[int, ItemResult] = {}
-        pending = list(indexed)
-        retrying = Retrying(
-            stop=stop_after_attempt(self.retry_budget + 1),
-            wait=wait_random_exponential(multiplier=0.2, max=10.0),
-            retry=retry_if_exception_type(_RetryItems),
-            sleep=self._sleep,
-            reraise=True,
-        )
-        try:
-            for attempt in retrying:
-                with attempt:
-                    self.attempts += 1
-                    self._send_pending(pending, final)
-        except _RetryItems as err:
-            raise ViewUnavailable(str(err)) from err
-        return [final[i] for i, _ in indexed]
-
-    def _send_pending(self, pending: list[tuple[int, Action]], final: dict[int, ItemResult]) -> None:
-        """Send ``pending``; record final results and leave only the retriable failures in it."""
-        try:
-            results = self._bulk_once([a for _, a in pending])
-        except SSLError:
-            raise
-        except (OSConnectionError, ConnectionTimeout) as err:
-            deny(err, self.settings)
-            raise _RetryItems(f"OpenSearch unreachable at {self.settings.url}: {type(err).__name__}") from err
-        except TransportError as err:
-            deny(err, self.settings)
-            status = err.status_code if isinstance(err.status_code, int) else 500
-            if not is_retriable_status(status):
-                raise ViewFailed(f"bulk request rejected ({status}): {err.error}") from err
-            raise _RetryItems(f"bulk request failed ({status})") from err
-        retry = []
-        for (index, action), result in zip(pending, results, strict=True):
-            if not result.ok and not result.exists and is_retriable_status(result.status):
-                self.item_retries += 1
-                retry.append((index, action))
-            else:
-                final[index] = result
-        pending[:] = retry
-        if retry:
-            raise _RetryItems(f"{len(retry)} bulk items failing retriably ({retry[0][1].doc_id} ...)")
 
     @os_edge_method("content hashes")
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
@@ -453,5 +335,8 @@ class OpenSearchView(ViewWrites):
         return self.pinned_version is None
 
     def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         with contextlib.suppress(Exception):
             self.client.close()

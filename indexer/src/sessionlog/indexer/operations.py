@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "RebuildReport", "forget_embedded", "forget_session", "rebuild", "rebuild_embedded"]
 
-#: Called after every batch with the run's stats and the records still to project.
+#: Called after every batch with the run's stats and the records still to project (as last read:
+#: the runner reads the lag every few seconds, not per batch).
 Progress = Callable[[RunStats, int], None]
 
 
@@ -48,7 +49,12 @@ def rebuild(
     on_batch: Progress | None = None,
 ) -> RebuildReport:
     """Replay the topic from the beginning into a new index version while the current one keeps
-    serving; move the read aliases atomically once caught up, then catch up once more."""
+    serving; move the read aliases atomically once caught up, then catch up once more.
+
+    Nobody reads the new version during the replay, so it runs without periodic refresh or
+    replicas (:func:`~sessionlog.indexer.opensearch_load.bulk_load_settings`); both are restored,
+    and the version refreshed, before the aliases move (and when the replay fails)."""
+    from sessionlog.indexer.opensearch_load import bulk_load_settings
     from sessionlog.indexer.opensearch_view import OpenSearchView
     from sessionlog.indexer.worker import kafka_runner
 
@@ -67,9 +73,10 @@ def rebuild(
 
             def progress(stats: RunStats) -> None:
                 if on_batch is not None:
-                    on_batch(stats, sum(runner.source.lag().values()))
+                    on_batch(stats, runner.last_lag or 0)  # read every few seconds by the runner
 
-            runner.run(until_idle=True, on_batch=progress)
+            with bulk_load_settings(admin_view.client, [target.events, target.sessions], opensearch):
+                runner.run(until_idle=True, on_batch=progress)
             admin_view.switch_aliases(old, new)
             stats = runner.run(until_idle=True, on_batch=progress)
         if not keep:
@@ -119,7 +126,7 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
 
         def progress(stats: RunStats) -> None:
             if on_batch is not None:
-                on_batch(stats, sum(runner.source.lag().values()))
+                on_batch(stats, runner.last_lag or 0)
 
         stats = runner.run(until_idle=True, on_batch=progress)
     return RebuildReport(0, 0, stats, time.monotonic() - started, False)

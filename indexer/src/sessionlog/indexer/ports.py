@@ -13,7 +13,7 @@ Every method raises only :class:`~sessionlog.indexer.errors.IndexerError` subcla
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,6 +30,7 @@ __all__ = [
     "Outcome",
     "Poll",
     "RawRecord",
+    "RevokeAware",
     "SessionView",
     "WriteResult",
 ]
@@ -130,6 +131,14 @@ class EntrySource(Protocol):
     def close(self) -> None:
         """Leave the group / close the file. Idempotent."""
         ...
+
+
+@runtime_checkable
+class RevokeAware(Protocol):
+    """A source that calls ``before_revoke`` (when set) inside a poll, before its partitions are
+    taken away by a rebalance, so that a runner can commit a batch still in flight."""
+
+    before_revoke: Callable[[], None] | None
 
 
 class Outcome(enum.Enum):

@@ -19,12 +19,22 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sessionlog.indexer.batch import BatchProcessor
 from sessionlog.indexer.errors import IndexerError, NotCaughtUp, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
-from sessionlog.indexer.ports import Commit, DeadLetters, EntrySource, SessionView, through_and_first
+from sessionlog.indexer.pipeline import Batch, PipelinedSteps
+from sessionlog.indexer.ports import (
+    Commit,
+    DeadLetters,
+    EntrySource,
+    RevokeAware,
+    SessionView,
+    WriteResult,
+    through_and_first,
+)
 from sessionlog.indexer.watermark import WatermarkPublisher
 
 __all__ = ["RunStats", "Runner"]
@@ -48,7 +58,7 @@ class RunStats:
     reasons: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
-class Runner:
+class Runner(PipelinedSteps):
     """Keeps ``view`` current with ``source``, parking what cannot be projected in ``dead_letters``.
 
     The runner owns the three adapters: :meth:`close` closes them."""
@@ -66,7 +76,10 @@ class Runner:
         watermark_interval_s: float = 1.0,
         metrics_port: int | None = None,
         metrics_host: str = "127.0.0.1",
+        pipeline: bool = False,
     ) -> None:
+        """``pipeline``: project the next batch while the view writes the current one (a view whose
+        writes are thread-safe and need no per-batch transaction, i.e. OpenSearch)."""
         if batch_max < 1:
             raise ValueError("batch_max must be at least 1")
         self.source = source
@@ -91,6 +104,10 @@ class Runner:
         self.last_lag: int | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._inflight: Batch | None = None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlog-write") if pipeline else None
+        if pipeline and isinstance(source, RevokeAware):
+            source.before_revoke = self._before_revoke
 
     @property
     def metrics_port(self) -> int | None:
@@ -119,6 +136,28 @@ class Runner:
             self._worked = True
             return consumed
 
+    def _advance(self) -> int:
+        """One step of :meth:`run`: pipelined when the runner was built with ``pipeline``."""
+        if self._pool is None:
+            return self.step()
+        with self._lock:
+            if self._closed:
+                raise ViewUnavailable("the runner was closed")
+            self._prepare()
+            moved = self._step_pipelined()
+            self._worked = True
+            return moved
+
+    def _finish_inflight(self) -> None:
+        """Commit the in-flight batch when the loop ends (a retriable failure just drops it)."""
+        with self._lock:
+            try:
+                self._drain({})
+            except IndexerError as err:
+                if not err.retriable:
+                    raise
+                log.warning("in-flight batch dropped at stop: %s", err)
+
     def _step(self) -> int:
         poll = self.source.poll(self.batch_max, self.poll_timeout_s)
         if poll.assignment_changed:
@@ -129,30 +168,45 @@ class Runner:
         started = time.monotonic()
         through, first = through_and_first(poll.entries)
         try:
-            result = self.processor.process(poll.entries)
-            self.dead_letters.park(result.letters)
-            outcome = self.source.commit(through)
+            prepared = self.processor.prepare(poll.entries)
+            results = self.processor.write(prepared)
         except BaseException:
             self._abandon(first)
             raise
+        return self._complete(Batch(poll.entries, prepared, through, first, started), results, first)
+
+    def _complete(self, batch: Batch, results: list[WriteResult], rewind_to: dict[int, int]) -> int:
+        """Park the batch's dead letters and commit it; on any failure forget it (rewinding to
+        ``rewind_to``) and re-raise. The number of records committed (0: the group rebalanced)."""
+        try:
+            result = self.processor.finish(batch.prepared, results)
+            self.dead_letters.park(result.letters)
+            outcome = self.source.commit(batch.through)
+        except BaseException:
+            self._abandon(rewind_to)
+            raise
         if outcome is Commit.ASSIGNMENT_LOST:
-            self._abandon(first)
+            self._abandon(rewind_to)
             self.stats.rebalances += 1
             self.metrics.errors.labels(error_class="assignment_lost").inc()
             return 0
         self.view.settle(True)
         if self._publisher is not None:
-            for entry in poll.entries:
+            for entry in batch.entries:
                 raw = entry.raw
                 self._publisher.offer(raw.partition, raw.offset, raw.timestamp_ms)
         self._count(
-            len(poll.entries), result.indexed, result.replays, result.conflicts, time.monotonic() - started
+            len(batch.entries),
+            result.indexed,
+            result.replays,
+            result.conflicts,
+            time.monotonic() - batch.started,
         )
         for letter in result.letters:
             self.stats.dead_lettered += 1
             self.stats.reasons[letter.error_class] += 1
             self.metrics.dead_lettered.labels(reason=letter.error_class).inc()
-        return len(poll.entries)
+        return len(batch.entries)
 
     def _abandon(self, first: dict[int, int]) -> None:
         """Forget an uncommitted batch: it is polled again (by us or the partition's new owner)."""
@@ -197,7 +251,7 @@ class Runner:
         while not stop.is_set():
             self.metrics.beat()
             try:
-                consumed = self.step()
+                consumed = self._advance()
                 self._maybe_lag()
                 backoff, last_error = 0.0, None
                 if consumed:
@@ -224,6 +278,7 @@ class Runner:
             if until_idle and deadline is not None and time.monotonic() > deadline:
                 why = f"last error: {last_error}" if last_error else self._describe_lag()
                 raise NotCaughtUp(f"not caught up after {self.idle_timeout_s:.0f}s without progress ({why})")
+        self._finish_inflight()
         self._publish_now()
         return self.stats
 
@@ -299,6 +354,7 @@ class Runner:
             self.dead_letters.close,
             self.view.close,
             self._server.close if self._server else None,
+            self._pool.shutdown if self._pool else None,
         ):
             if closer is None:
                 continue

@@ -27,6 +27,11 @@ class OpenSearchSettings(BaseSettings):
     shards: int = Field(1, ge=1, description="Primary shards of a new events index.")
     replicas: int = Field(0, ge=0, description="Replicas of new indices (0 on a single node).")
     timeout_s: float = Field(10.0, gt=0, description="Per-request timeout.")
+    http_compress: bool = Field(
+        False,
+        description="Gzip request bodies and accept gzip responses: worth it over a slow or metered "
+        "link, pure CPU cost on both ends next to the cluster (bulk bodies are large).",
+    )
 
     @field_validator("url")
     @classmethod
@@ -55,7 +60,7 @@ class OpenSearchSettings(BaseSettings):
             "timeout": self.timeout_s,
             "max_retries": 0,
             "retry_on_timeout": False,
-            "http_compress": True,
+            "http_compress": self.http_compress,
             "verify_certs": self.verify_certs,
         }
         if self.ca_certs:

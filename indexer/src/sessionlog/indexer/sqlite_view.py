@@ -11,7 +11,8 @@ transaction as the documents (exactly-once effect).
 The read model (``sessionlog.query.sqlite_provider`` reads these tables by name):
 
 * ``events`` — one row per event document: the filter and sort fields as columns, the text (or a
-  tool call's arguments) in ``text``, the rest of the document as JSON in ``doc``;
+  tool call's arguments) in ``text``, the rest of the document as JSON in ``doc`` (not repeating
+  the columns: :mod:`sessionlog.indexer.sqlite_docs`);
 * ``sessions`` — one row per session document (JSON);
 * ``events_words`` — FTS5 ``unicode61 remove_diacritics 2`` over the event's folded words joined by
   single spaces (:func:`index_tokens`): whole-word matches;
@@ -27,7 +28,8 @@ The read model (``sessionlog.query.sqlite_provider`` reads these tables by name)
   ``vocab_tri`` (FTS5 ``trigram`` over ``" term "``) — each workspace's vocabulary, where typo
   candidates are generated (one tenant's words never become another's candidates).
 
-Every contentless FTS5 row has the rowid of its ``events`` (or ``vocab``) row. (Files written before
+The full-text tables keep no per-row sizes (``columnsize=0``: nothing ranks by BM25). Every
+contentless FTS5 row has the rowid of its ``events`` (or ``vocab``) row. (Files written before
 ``vocab`` existed keep their old ``terms`` tables unused: rebuild them to search the new way.)
 """
 
@@ -50,6 +52,7 @@ from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
+from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc, text_field
 from sessionlog.indexer.textfold import IDENT_RE, WORD_RE, cjk_grams, fold, is_cjk
 from sessionlog.indexer.translate import sqlite_edge, sqlite_error
 from sessionlog.indexer.view_writes import ViewWrites
@@ -92,8 +95,7 @@ CREATE TABLE IF NOT EXISTS events (
     text TEXT NOT NULL,
     doc BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_session
-    ON events (session_id, seq, type, has_text, tool_name, log_offset);
+CREATE INDEX IF NOT EXISTS events_by_session ON events (session_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_workspace
     ON events (workspace_id, time_us, seq, type, has_text, tool_name, log_offset);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -107,18 +109,19 @@ CREATE TABLE IF NOT EXISTS vocab (
     ws TEXT NOT NULL,
     term TEXT NOT NULL,
     len INTEGER NOT NULL,
-    rterm TEXT NOT NULL,
-    UNIQUE (ws, term)
+    rterm TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS vocab_by_prefix ON vocab (ws, len, term);
+CREATE UNIQUE INDEX IF NOT EXISTS vocab_by_prefix ON vocab (ws, len, term);
 CREATE INDEX IF NOT EXISTS vocab_by_suffix ON vocab (ws, len, rterm);
 CREATE VIRTUAL TABLE IF NOT EXISTS events_words
-    USING fts5(body, content='', tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS events_tri USING fts5(body, content='', tokenize='trigram');
-CREATE VIRTUAL TABLE IF NOT EXISTS events_ident USING fts5(body, content='', tokenize='trigram');
+    USING fts5(body, content='', columnsize=0, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS events_tri USING fts5(body, content='', columnsize=0, tokenize='trigram');
+CREATE VIRTUAL TABLE IF NOT EXISTS events_ident
+    USING fts5(body, content='', columnsize=0, tokenize='trigram');
 CREATE VIRTUAL TABLE IF NOT EXISTS events_cjk
-    USING fts5(body, content='', tokenize='unicode61 remove_diacritics 0');
-CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri USING fts5(body, content='', tokenize='trigram', detail='none')
+    USING fts5(body, content='', columnsize=0, tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri
+    USING fts5(body, content='', columnsize=0, tokenize='trigram', detail='none')
 """
 
 
@@ -163,8 +166,8 @@ class TextRows:
 def text_rows(text: str) -> TextRows:
     """The bodies of an event's ``events_words``/``events_tri``, ``events_ident`` and ``events_cjk``
     rows (deterministic: a contentless row is deleted by writing the same body again)."""
-    tokens = index_tokens(text)
     folded = fold(text.lower())
+    tokens = WORD_RE.findall(folded)  # index_tokens(text), without folding the text twice
     idents = list(dict.fromkeys(IDENT_RE.findall(folded)))
     runs = [t for t in tokens if is_cjk(t)]
     cjk = ""
@@ -180,10 +183,6 @@ def time_us(iso: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def _text_field(event_type: str) -> str:
-    return "args" if event_type == "tool/call" else "text"
 
 
 class SQLiteView(ViewWrites):
@@ -305,11 +304,8 @@ class SQLiteView(ViewWrites):
             self.conn.execute("RELEASE item")
 
     def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> WriteResult:
-        body = dict(action.body)
-        field = _text_field(body["type"])
-        text = str(body.get(field) or "")
-        body.pop("text", None)
-        body.pop("args", None)
+        body = action.body
+        text = str(body.get(text_field(body["type"])) or "")
         cursor = self.conn.execute(
             "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
             "has_text, surface_state, content_hash, log_offset, text, doc) "
@@ -318,7 +314,7 @@ class SQLiteView(ViewWrites):
                 action.doc_id, body["workspace_id"], body["session_id"], int(body["seq"]), body["type"],
                 time_us(body["time"]), body.get("tool_name"), 1 if body.get("has_text") else 0,
                 body["surface_state"], body["content_hash"], int(body.get("offset") or 0), text,
-                orjson.dumps({**body, "text_field": field}),
+                pack_event_doc(body),
             ),
         )  # fmt: skip
         if cursor.rowcount == 0:
@@ -361,7 +357,7 @@ class SQLiteView(ViewWrites):
             rows = self.conn.execute(
                 "INSERT INTO vocab (ws, term, len, rterm) "
                 "SELECT value ->> 0, value ->> 1, length(value ->> 1), value ->> 2 FROM json_each(?) "
-                "WHERE true ON CONFLICT (ws, term) DO NOTHING RETURNING tid, term",
+                "WHERE true ON CONFLICT DO NOTHING RETURNING tid, term",
                 (orjson.dumps([[ws, t, t[::-1]] for ws, t in chunk]),),
             ).fetchall()
             self.conn.executemany(
@@ -371,15 +367,22 @@ class SQLiteView(ViewWrites):
         self._pending_terms.update(new)
 
     def _update_event(self, action: Action) -> WriteResult:
-        row = self.conn.execute("SELECT doc FROM events WHERE doc_id = ?", (action.doc_id,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT rid, {EVENT_COLUMNS}, doc FROM events WHERE doc_id = ?", (action.doc_id,)
+        ).fetchone()
         if row is None:
             return WriteResult(action, Outcome.REJECTED, f"document missing: {action.doc_id}")
-        doc = orjson.loads(row[0])
+        doc = event_source(row[1:-1], row[-1])
         doc.update(action.body.get("doc") or {})
         self.conn.execute(
-            "UPDATE events SET doc = ?, surface_state = ? WHERE doc_id = ?",
-            (orjson.dumps(doc), doc["surface_state"], action.doc_id),
-        )
+            "UPDATE events SET workspace_id = ?, session_id = ?, seq = ?, type = ?, has_text = ?, "
+            "surface_state = ?, content_hash = ?, tool_name = ?, doc = ? WHERE rid = ?",
+            (
+                doc["workspace_id"], doc["session_id"], int(doc["seq"]), doc["type"],
+                1 if doc.get("has_text") else 0, doc["surface_state"], doc["content_hash"],
+                doc.get("tool_name"), pack_event_doc(doc), row[0],
+            ),
+        )  # fmt: skip
         return WriteResult(action, Outcome.WRITTEN)
 
     def _index_session(self, action: Action) -> WriteResult:
@@ -410,12 +413,14 @@ class SQLiteView(ViewWrites):
     def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None:
         """The event document as OpenSearch would return its ``_source``."""
         try:
-            row = self.conn.execute("SELECT text, doc FROM events WHERE doc_id = ?", (doc_id,)).fetchone()
+            row = self.conn.execute(
+                f"SELECT text, {EVENT_COLUMNS}, doc FROM events WHERE doc_id = ?", (doc_id,)
+            ).fetchone()
         except sqlite3.Error as err:
             raise sqlite_error(err, "embedded projection read") from err
         if row is None:
             return None
-        return _source(row[0], row[1])
+        return event_source(row[1:-1], row[-1], row[0])
 
     def restore_session(self, session_id: str) -> SessionProjection:
         """Rebuild a session's projection state from its stored documents."""
@@ -425,9 +430,10 @@ class SQLiteView(ViewWrites):
             events: list[FoldEvent] = []
             if session_doc and int(session_doc.get("last_seq", -1)) >= 0:
                 cursor = self.conn.execute(
-                    "SELECT doc FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+                    f"SELECT {EVENT_COLUMNS}, doc FROM events WHERE session_id = ? ORDER BY seq",
+                    (session_id,),
                 )
-                events = [fold_event(orjson.loads(doc)) for (doc,) in cursor]
+                events = [fold_event(event_source(row[:-1], row[-1])) for row in cursor]
         except sqlite3.Error as err:
             raise sqlite_error(err, "embedded projection read") from err
         return SessionProjection.restore(session_id, session_doc, events)
@@ -507,13 +513,6 @@ class SQLiteView(ViewWrites):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _source(text: str, doc: bytes) -> dict[str, Any]:
-    source: dict[str, Any] = orjson.loads(doc)
-    field = source.pop("text_field", "text")
-    source[field] = text
-    return source
 
 
 _TABLE_RE: Final = re.compile(r"CREATE (VIRTUAL )?TABLE IF NOT EXISTS (\w+)")

@@ -20,8 +20,10 @@ __all__ = [
     "cjk_grams",
     "fold",
     "fold_with_offsets",
+    "ident_tokens",
     "is_cjk",
     "mixed_key",
+    "word_tokens",
     "words",
 ]
 
@@ -77,6 +79,22 @@ IDENT_RE: Final = re.compile(f"(?<!{_W}){_W}+(?:[_.:\\-]{_W}+)+", re.UNICODE)
 #: What a query is split into: identifiers whole, else words.
 QUERY_TOKEN_RE: Final = re.compile(f"{_W}+(?:[_.:\\-]{_W}+)*|{_C}+", re.UNICODE)
 _CJK_RE: Final = re.compile(f"{_C}+")
+# The same two patterns over ASCII text (no marks, no CJK there), ten times faster than the
+# Unicode classes above.
+_ASCII_WORD_RE: Final = re.compile(r"[A-Za-z0-9]+")
+_ASCII_IDENT_RE: Final = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[_.:\-][A-Za-z0-9]+)+")
+
+
+def word_tokens(text: str) -> list[str]:
+    """``WORD_RE.findall(text)``, faster on ASCII text."""
+    return (_ASCII_WORD_RE if text.isascii() else WORD_RE).findall(text)
+
+
+def ident_tokens(text: str) -> list[str]:
+    """``IDENT_RE.findall(text)``, faster on ASCII text."""
+    return (_ASCII_IDENT_RE if text.isascii() else IDENT_RE).findall(text)
+
+
 _HALFWIDTH: Final = range(0xFF61, 0xFFDD)
 
 
@@ -97,6 +115,8 @@ def mixed_key(token: str) -> tuple[str, str] | None:
     """``(digit skeleton, letters)`` of a folded token holding both digits and other characters
     (``python3`` → ``("a3", "python")``), else ``None``. Typos are tolerated in the letters only:
     two tokens are typo neighbours when their skeletons are equal (the digits match exactly)."""
+    if token.isalpha():  # the common case, decided in C
+        return None
     has_digit = any(ch.isdecimal() for ch in token)
     if not has_digit or all(ch.isdecimal() for ch in token):
         return None
@@ -153,8 +173,11 @@ def _fold_char(ch: str) -> str:
 def _folded_pieces(text: str) -> list[str]:
     """The fold of each character; a combining mark after a letter that folded to ASCII (a
     decomposed ``e`` + U+0301) is dropped like the accent of a precomposed ``é``."""
+    return _fold_run(text, False)
+
+
+def _fold_run(text: str, ascii_before: bool) -> list[str]:
     out: list[str] = []
-    ascii_before = False
     for ch in text:
         if ascii_before and unicodedata.combining(ch):
             out.append("")
@@ -165,11 +188,23 @@ def _folded_pieces(text: str) -> list[str]:
     return out
 
 
+_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]+")
+
+
 def fold(text: str) -> str:
     """Lower-case and strip accents: ``"Đơn HÀNG"`` → ``"don hang"``."""
     if text.isascii():
         return text.lower()
-    return "".join(_folded_pieces(text))
+    # ASCII runs fold with str.lower; only the other characters go one by one (_folded_pieces).
+    out: list[str] = []
+    at = 0
+    for run in _NON_ASCII.finditer(text):
+        before = text[at : run.start()]
+        out.append(before.lower())
+        out.extend(_fold_run(run.group(), bool(before) and before[-1].isalnum()))
+        at = run.end()
+    out.append(text[at:].lower())
+    return "".join(out)
 
 
 def fold_with_offsets(text: str) -> tuple[str, list[int]]:

@@ -36,4 +36,5 @@ def kafka_runner(
         watermark_interval_s=watermark_interval_s,
         metrics_port=settings.metrics_port,
         metrics_host=settings.metrics_host,
+        pipeline=True,
     )

@@ -19,7 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sessionlog.indexer.textfold import WORD_RE, cjk_grams, is_cjk
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
+from sessionlog.indexer.textfold import WORD_RE, cjk_grams, is_cjk, mixed_key
 from sessionlog.query.scoring import (
     TIER_EXACT,
     TIER_FOLDED,
@@ -53,6 +56,9 @@ PHASES: Final = (EXACT, PREFIX, TYPO, SUBSTRING)
 MAX_EXPANSIONS: Final = 10_000
 #: Vocabulary terms a trigram probe may return before verification (closest first).
 _TRIGRAM_PROBE_LIMIT: Final = 20_000
+#: Up to this many terms of a near length, the scope's terms are all compared with the word (in C:
+#: cheaper than a trigram probe of the whole file's vocabulary, and complete); past it, the probe.
+_SCAN_TERMS_MAX: Final = 50_000
 _TOP: Final = "\U0010ffff"
 
 
@@ -209,8 +215,9 @@ def expansions(
     """``(edit distance, term)`` of :func:`typo_candidates`, and whether nothing was cut.
 
     Index-backed: ``(ws, len, term)`` and ``(ws, len, rterm)`` ranges for the halves of the word
-    (every one-edit variant keeps one of them), and for a two-edit budget the padded trigrams of the
-    word in ``vocab_tri``; each candidate is verified by :func:`~sessionlog.query.scoring.typo_match`."""
+    (every one-edit variant keeps one of them), and for a two-edit budget every term of the scope of
+    a near length (when there are at most 50,000: complete) or else the padded trigrams of the word
+    in ``vocab_tri``; each candidate is verified by :func:`~sessionlog.query.scoring.typo_match`."""
     budget = fuzzy_budget(word)
     n = len(word)
     if budget == 0 or not workspaces:
@@ -232,9 +239,18 @@ def expansions(
                     )
                 )
     if budget >= 2:
-        probed = _trigram_probe(conn, word, budget, workspaces)
-        complete = len(probed) < _TRIGRAM_PROBE_LIMIT
-        found.update(probed)
+        window = (*workspaces, n - budget, n + budget)
+        terms = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ? "
+            "LIMIT ?)",
+            (*window, _SCAN_TERMS_MAX + 1),
+        ).fetchone()[0]
+        if terms <= _SCAN_TERMS_MAX:  # the scope's own terms of a near length, every one compared
+            found.update(_near_terms(conn, word, budget, marks, window))
+        else:
+            probed = _trigram_probe(conn, word, budget, workspaces)
+            complete = len(probed) < _TRIGRAM_PROBE_LIMIT
+            found.update(probed)
     scored = []
     for term in found:
         if term == word:
@@ -244,6 +260,24 @@ def expansions(
             scored.append((distance, term))
     scored.sort()
     return scored[:limit], complete and len(scored) <= limit
+
+
+def _near_terms(
+    conn: sqlite3.Connection, word: str, budget: int, marks: str, window: tuple[Any, ...]
+) -> list[str]:
+    """The workspaces' terms of a near length within ``budget`` edits of ``word`` (OSA distance,
+    compared in C; the digit rule is applied by the caller's ``typo_match``: a word with digits
+    compares every term there)."""
+    terms = [
+        r[0]
+        for r in conn.execute(f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ?", window)
+    ]
+    if mixed_key(word) is not None:
+        return terms
+    return [
+        term
+        for term, _, _ in process.extract(word, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)
+    ]
 
 
 def _trigram_probe(conn: sqlite3.Connection, word: str, budget: int, workspaces: Sequence[str]) -> list[str]:

@@ -72,9 +72,12 @@ class SQLiteTarget(TypedDict, total=False):
 
 
 class SQLiteProviderOptions(ProviderOptions, SQLiteTarget, total=False):
-    """``max_expansions``: typo candidates kept per query word (default 64)."""
+    """``max_expansions``: typo candidates kept per query word (default 10,000, a safety valve);
+    ``scan_max_rows``: scopes of at most this many entries are scanned instead of looked up in the
+    file-wide indexes (default :data:`~sessionlog.query.sqlite_scan.SCAN_MAX_ROWS`; 0: never)."""
 
     max_expansions: int
+    scan_max_rows: int
 
 
 class SQLiteReaderOptions(ReaderOptions, SQLiteTarget, total=False):

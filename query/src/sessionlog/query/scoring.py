@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz.distance import OSA
 
-from sessionlog.indexer.textfold import IDENT_RE, WORD_RE, fold, is_cjk, mixed_key
+from sessionlog.indexer.textfold import WORD_RE, fold, ident_tokens, is_cjk, mixed_key, word_tokens
 
 __all__ = [
     "FIELD_BONUS",
@@ -153,15 +153,15 @@ class _Text:
     @classmethod
     def of(cls, text: str) -> _Text:
         lowered = text.lower()
-        exact = WORD_RE.findall(lowered)
+        exact = word_tokens(lowered)
         folded_text = fold(lowered)
-        folded = WORD_RE.findall(folded_text)
+        folded = word_tokens(folded_text)
         return cls(
             exact=set(exact),
             folded=folded,
             folded_set=set(folded),
             joined=f" {' '.join(folded)} ",
-            idents=set(IDENT_RE.findall(folded_text)),
+            idents=set(ident_tokens(folded_text)),
             exact_joined=f" {' '.join(exact)} ",
         )
 

@@ -6,8 +6,11 @@ validation (:func:`~sessionlog.query.plan.plan_request`), errors, ranking tiers
 (:func:`~sessionlog.query.scoring.score_text`), excerpts, browse order, ``searched`` count and
 signed cursors. Every statement carries the scope as a SQL condition.
 
-How a search runs, index-backed throughout (no statement scans the events table), phase by phase
-from the best tier down (:mod:`sessionlog.query.candidates` builds each query word's lookups):
+How a search runs depends on the scope's size. A scope of at most
+:data:`~sessionlog.query.sqlite_scan.SCAN_MAX_ROWS` entries (a session, a small workspace) is read
+by its index and every entry scored (:mod:`sessionlog.query.sqlite_scan`): its cost is the scope's,
+not the file's. A larger one is searched index-backed (no statement scans the events table), phase
+by phase from the best tier down (:mod:`sessionlog.query.candidates` builds each query word's lookups):
 
 1. **Exact**: the word as a folded word (``events_words``), an identifier whole or as its parts in a
    row (``events_ident``, ``events_tri``), a CJK word as its bigrams (``events_cjk``), and the phrase.
@@ -48,6 +51,7 @@ from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
 from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus, phrase_words, score_text
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
+from sessionlog.query.sqlite_scan import ARGS_WEIGHT, SCAN_MAX_ROWS, page_hints, scan_rank
 
 __all__ = [
     "LOG_TOPIC",
@@ -61,7 +65,6 @@ __all__ = [
 #: The name of the embedded log in live views and watermarks (one partition, 0).
 LOG_TOPIC: Final = "log"
 _CHUNK: Final = 500  # rids per ``IN`` list
-_ARGS_WEIGHT: Final = 0.75
 _EPSILON: Final = 1e-9
 
 
@@ -86,9 +89,17 @@ class SQLiteEngine:
 
     log_topic: str | None = LOG_TOPIC
 
-    def __init__(self, scope: Scope, file: SQLiteFile, *, max_expansions: int = MAX_EXPANSIONS) -> None:
+    def __init__(
+        self,
+        scope: Scope,
+        file: SQLiteFile,
+        *,
+        max_expansions: int = MAX_EXPANSIONS,
+        scan_max_rows: int = SCAN_MAX_ROWS,
+    ) -> None:
         self.scope = check_scope(scope, "provider")
         self.max_expansions = check_int(max_expansions, "max_expansions", 1, 10_000)
+        self.scan_max_rows = check_int(scan_max_rows, "scan_max_rows", 0, 100_000)
         self.file = file
         self._deadline: Deadline | None = None
 
@@ -122,6 +133,8 @@ class SQLiteEngine:
         hints: list[str] = []
         if plan.browse:
             page = [(rid, 0.0) for rid in self._browse(conn, plan, query.session_id, query.single, 0, need)]
+        elif (scanned := self._scan(conn, plan, query.session_id, query.partial, need)) is not None:
+            page, hints = scanned
         else:
             page, hints = self._rank(conn, plan, query.session_id, query.partial, 0, need)
         if query.exclude:
@@ -212,6 +225,21 @@ class SQLiteEngine:
             [*scope_params, *filter_params, size, offset],
         ).fetchall()
         return [int(r[0]) for r in rows]
+
+    def _scan(
+        self, conn: sqlite3.Connection, plan: QueryPlan, session_id: str | None, partial: bool, need: int
+    ) -> tuple[list[tuple[int, float]], list[str]] | None:
+        """The page of a scope small enough to scan (:mod:`sessionlog.query.sqlite_scan`), else ``None``."""
+        if not self.scan_max_rows:
+            return None
+        scope_sql, scope_params = self._scope_sql(session_id)
+        filter_sql, filter_params = self._filter_sql(plan)
+        where = (f"{scope_sql} AND {filter_sql}", [*scope_params, *filter_params])
+        found = scan_rank(conn, where, plan, partial, need, self._check_deadline, self.scan_max_rows)
+        if found is None:
+            return None
+        page, texts = found
+        return page, page_hints(plan.words, [texts[rid] for rid, _ in page])
 
     def _rank(
         self,
@@ -326,7 +354,7 @@ class SQLiteEngine:
             }
             for cand in batch:
                 kind, text = texts[cand.rid]
-                weight = _ARGS_WEIGHT if kind == "tool/call" else 1.0
+                weight = ARGS_WEIGHT if kind == "tool/call" else 1.0
                 score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
                 if score is None:
                     continue
@@ -410,10 +438,12 @@ def sqlite_engine(
     scope: Scope, path: object, options: Mapping[str, Any]
 ) -> tuple[SQLiteEngine, dict[str, Any]]:
     """The engine over the file at ``path`` (its :class:`~sessionlog.query.options.SQLiteTarget`
-    options and ``max_expansions`` taken from ``options``), and the provider options left."""
+    options, ``max_expansions`` and ``scan_max_rows`` taken from ``options``), and the provider
+    options left."""
     file, rest = sqlite_file(path, "SESSION_QUERY_INDEX_FAILED", options, setup=prepare_connection)
     expansions = rest.pop("max_expansions", MAX_EXPANSIONS)
-    return SQLiteEngine(scope, file, max_expansions=expansions), rest
+    scan_max_rows = rest.pop("scan_max_rows", SCAN_MAX_ROWS)
+    return SQLiteEngine(scope, file, max_expansions=expansions, scan_max_rows=scan_max_rows), rest
 
 
 class SQLiteProvider(SearchProvider):

@@ -25,6 +25,7 @@ from typing import Any, Final, Unpack
 
 import orjson
 
+from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.options import SQLiteReaderOptions
 from sessionlog.query.read_flow import ReadFlow, done
@@ -117,16 +118,15 @@ class SQLiteSessionReader(ReaderBase):
             if row is None:
                 return None
             rows = conn.execute(
-                f"SELECT {text_column}, doc FROM events WHERE session_id = ? AND {scope_sql} ORDER BY seq",
+                f"SELECT {text_column}, {EVENT_COLUMNS}, doc FROM events "
+                f"WHERE session_id = ? AND {scope_sql} ORDER BY seq",
                 [session_id, *scope_params],
             ).fetchall()
         record = record_from_source(_decode(session_id, "the session document", row[0]))
         entries = []
-        for text, doc in rows:
-            source = _decode(session_id, "an event document", doc)
-            field = source.pop("text_field", "text")  # the view keeps ``text`` (or ``args``) apart
-            if with_text:
-                source[field] = text
+        for text, *columns, doc in rows:
+            _decode(session_id, "an event document", doc)  # typed errors for a damaged document
+            source = event_source(columns, doc, text if with_text else None)
             entries.append(entry_from_source(session_id, source, with_text=with_text))
         return record, Loaded(record.header, entries)
 
