@@ -45,6 +45,7 @@ PURE_MODULES = (
     "sessionlog.ingest.wire",
     "sessionlog.indexer.document",
     "sessionlog.indexer.sqlite_docs",
+    "sessionlog.indexer.sqlite_rows",
     "sessionlog.indexer.textfold",
     "sessionlog.indexer.fold",
     "sessionlog.indexer.fold_types",

@@ -8,40 +8,16 @@ code runs on both; sqlite3 errors are translated at this edge. It writes inside 
 transaction when there is one: the embedded runner stores its read position in the same
 transaction as the documents (exactly-once effect).
 
-The read model (``sessionlog.query.sqlite_provider`` reads these tables by name):
-
-* ``events`` — one row per event document: the filter and sort fields as columns, the text (or a
-  tool call's arguments) in ``text``, the rest of the document as JSON in ``doc`` (not repeating
-  the columns: :mod:`sessionlog.indexer.sqlite_docs`);
-* ``sessions`` — one row per session document (JSON);
-* ``events_words`` — FTS5 ``unicode61 remove_diacritics 2`` over the event's folded words joined by
-  single spaces (:func:`index_tokens`): whole-word matches;
-* ``events_tri`` — FTS5 ``trigram`` over the same words padded with a space on each side: a
-  word's substrings (``"9931"``), whole words (``" word "``) and folded phrases (``" a b"``);
-* ``events_ident`` — FTS5 ``trigram`` over the event's identifiers (``get_type``, ``2.2.1-3``:
-  :data:`~sessionlog.indexer.textfold.IDENT_RE`), each padded with a space: identifier prefixes
-  (``" get_t"``) and whole identifiers (``" get_type "``); only events that have identifiers;
-* ``events_cjk`` — FTS5 ``unicode61`` over the character bigrams of each CJK run (runs separated by
-  a ``0`` token) and then every CJK character alone: a CJK word of 3+ characters is a phrase of its
-  bigrams, of 2 one bigram, of 1 one character; only events that have CJK text;
-* ``vocab`` (per workspace, with ``(ws, len, term)`` and ``(ws, len, reversed term)`` indexes) and
-  ``vocab_tri`` (FTS5 ``trigram`` over ``" term "``) — each workspace's vocabulary, where typo
-  candidates are generated (one tenant's words never become another's candidates).
-
-The full-text tables keep no per-row sizes (``columnsize=0``: nothing ranks by BM25). Every
-contentless FTS5 row has the rowid of its ``events`` (or ``vocab``) row. (Files written before
-``vocab`` existed keep their old ``terms`` tables unused: rebuild them to search the new way.)
+The tables it writes (the read model) are described in :mod:`sessionlog.indexer.sqlite_schema`;
+what an event's text becomes in them is :mod:`sessionlog.indexer.sqlite_rows`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -53,7 +29,8 @@ from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc, text_field
-from sessionlog.indexer.textfold import IDENT_RE, WORD_RE, cjk_grams, fold, is_cjk
+from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, index_tokens, text_rows, time_us
+from sessionlog.indexer.sqlite_schema import clear_projection, ensure_view_schema
 from sessionlog.indexer.translate import sqlite_edge, sqlite_error
 from sessionlog.indexer.view_writes import ViewWrites
 from sessionlog.ingest.errors import IngestError
@@ -71,118 +48,8 @@ __all__ = [
     "time_us",
 ]
 
-#: Longest vocabulary term kept for typo candidates (query words are cut at 64 characters, and
-#: a term may be up to two edits longer).
-MAX_TERM_CHARS: Final = 66
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _KNOWN_TERMS_MAX: Final = 500_000
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
-
-_VIEW_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS events (
-    rid INTEGER PRIMARY KEY,
-    doc_id TEXT NOT NULL UNIQUE,
-    workspace_id TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    time_us INTEGER NOT NULL,
-    tool_name TEXT,
-    has_text INTEGER NOT NULL,
-    surface_state TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    log_offset INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    doc BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_session ON events (session_id, seq);
-CREATE INDEX IF NOT EXISTS events_by_workspace
-    ON events (workspace_id, time_us, seq, type, has_text, tool_name, log_offset);
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id TEXT PRIMARY KEY,
-    workspace_id TEXT,
-    doc BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sessions_by_workspace ON sessions (workspace_id);
-CREATE TABLE IF NOT EXISTS vocab (
-    tid INTEGER PRIMARY KEY,
-    ws TEXT NOT NULL,
-    term TEXT NOT NULL,
-    len INTEGER NOT NULL,
-    rterm TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS vocab_by_prefix ON vocab (ws, len, term);
-CREATE INDEX IF NOT EXISTS vocab_by_suffix ON vocab (ws, len, rterm);
-CREATE VIRTUAL TABLE IF NOT EXISTS events_words
-    USING fts5(body, content='', columnsize=0, tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS events_tri USING fts5(body, content='', columnsize=0, tokenize='trigram');
-CREATE VIRTUAL TABLE IF NOT EXISTS events_ident
-    USING fts5(body, content='', columnsize=0, tokenize='trigram');
-CREATE VIRTUAL TABLE IF NOT EXISTS events_cjk
-    USING fts5(body, content='', columnsize=0, tokenize='unicode61 remove_diacritics 0');
-CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri
-    USING fts5(body, content='', columnsize=0, tokenize='trigram', detail='none')
-"""
-
-
-def ensure_view_schema(conn: sqlite3.Connection) -> None:
-    """Create the projection's tables and indexes if missing (idempotent; takes the write lock)."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vocab_tri'"
-    ).fetchone()
-    if exists:
-        return
-    own = not conn.in_transaction
-    if own:
-        conn.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _VIEW_SCHEMA.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        if own:
-            conn.execute("COMMIT")
-    except BaseException:
-        if own:
-            rollback(conn)
-        raise
-
-
-def index_tokens(text: str) -> list[str]:
-    """The folded words of ``text`` in order, exactly as :func:`sessionlog.query.scoring.score_text`
-    sees them (``fold(text.lower())`` split on non-word characters)."""
-    return WORD_RE.findall(fold(text.lower()))
-
-
-@dataclass(frozen=True, slots=True)
-class TextRows:
-    """What the full-text tables hold for one text (``""``: no row)."""
-
-    tokens: list[str]
-    words: str
-    idents: str
-    cjk: str
-
-
-def text_rows(text: str) -> TextRows:
-    """The bodies of an event's ``events_words``/``events_tri``, ``events_ident`` and ``events_cjk``
-    rows (deterministic: a contentless row is deleted by writing the same body again)."""
-    folded = fold(text.lower())
-    tokens = WORD_RE.findall(folded)  # index_tokens(text), without folding the text twice
-    idents = list(dict.fromkeys(IDENT_RE.findall(folded)))
-    runs = [t for t in tokens if is_cjk(t)]
-    cjk = ""
-    if runs:
-        singles = dict.fromkeys(ch for run in runs for ch in run)
-        cjk = " 0 ".join(" ".join(cjk_grams(run)) for run in runs) + " 0 " + " ".join(singles)
-    return TextRows(tokens, " ".join(tokens), f" {' '.join(idents)} " if idents else "", cjk)
-
-
-def time_us(iso: str) -> int:
-    """Microseconds since the epoch of an RFC 3339 time (sorts instants, not strings)."""
-    moment = datetime.fromisoformat(iso)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 class SQLiteView(ViewWrites):
@@ -513,16 +380,3 @@ class SQLiteView(ViewWrites):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_TABLE_RE: Final = re.compile(r"CREATE (VIRTUAL )?TABLE IF NOT EXISTS (\w+)")
-
-
-def clear_projection(conn: sqlite3.Connection) -> None:
-    """Empty every projection table (inside the caller's transaction); the log is not touched.
-    Contentless full-text tables are emptied with their ``delete-all`` command."""
-    for virtual, table in _TABLE_RE.findall(_VIEW_SCHEMA):
-        if virtual:
-            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
-        else:
-            conn.execute(f"DELETE FROM {table}")

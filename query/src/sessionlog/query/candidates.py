@@ -2,7 +2,7 @@
 that find every entry the word can match at each tier of :mod:`sessionlog.query.scoring`, and its
 typo candidates from the scope's own vocabulary.
 
-The tables are those of :mod:`sessionlog.indexer.sqlite_view`. Phases run from the best tier down
+The tables are those of :mod:`sessionlog.indexer.sqlite_schema`. Phases run from the best tier down
 (:data:`EXACT`, :data:`PREFIX`, :data:`TYPO`, :data:`SUBSTRING`); an arm's tier is an upper bound of
 the tier :func:`~sessionlog.query.scoring.score_text` gives an entry that only that arm found, so
 the provider can stop as soon as no later phase can reach its page.

@@ -22,25 +22,25 @@ by phase from the best tier down (:mod:`sessionlog.query.candidates` builds each
 
 Each phase adds its hits; SQL gives each candidate an upper bound of its score from the tiers of the
 lookups that found it, then candidates are scored exactly with :func:`score_text` in bound order
-until no remaining bound can reach the page: the result is the exact top of the Python ranking
-without reading every candidate's text, and later phases run only when the page still needs them.
+until no remaining bound can reach the page (:mod:`sessionlog.query.sqlite_ranking`): the result
+is the exact top of the Python ranking without reading every candidate's text, and later phases run
+only when the page still needs them.
 Ties are broken like on OpenSearch: occurrences and text-over-arguments are in the score, then
 recency (seq descending), then session id.
 """
 
 from __future__ import annotations
 
-import heapq
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final, Unpack
 
 import orjson
 
 from sessionlog.query import candidates as arms_of
+from sessionlog.query import sqlite_ranking as ranking
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.candidates import MAX_EXPANSIONS, WordArms, typo_candidates
 from sessionlog.query.config import check_int, check_scope
@@ -49,9 +49,9 @@ from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
 from sessionlog.query.options import SQLiteProviderOptions
 from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
-from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus, phrase_words, score_text
+from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
-from sessionlog.query.sqlite_scan import ARGS_WEIGHT, SCAN_MAX_ROWS, page_hints, scan_rank
+from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, page_hints, scan_rank
 
 __all__ = [
     "LOG_TOPIC",
@@ -65,21 +65,6 @@ __all__ = [
 #: The name of the embedded log in live views and watermarks (one partition, 0).
 LOG_TOPIC: Final = "log"
 _CHUNK: Final = 500  # rids per ``IN`` list
-_EPSILON: Final = 1e-9
-
-
-def _micros(moment: datetime) -> int:
-    """The ``events.time_us`` value of an aware time: microseconds since the Unix epoch."""
-    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
-
-
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    rid: int
-    seq: int
-    session_id: str
-    bound: float
-    tiebreak: float
 
 
 class SQLiteEngine:
@@ -143,43 +128,14 @@ class SQLiteEngine:
             page = [(rid, score) for rid, score in page if ids.get(rid) not in seen]
         return self._hits(conn, page[: query.size], tuple(hints))
 
-    # -- SQL pieces -----------------------------------------------------------------------------
-    def _scope_sql(self, session_id: str | None) -> tuple[str, list[Any]]:
-        column = "session_id" if self.scope.kind == "sessions" else "workspace_id"
-        marks = ",".join("?" * len(self.scope.ids))
-        sql = f"e.{column} IN ({marks})"
-        params: list[Any] = list(self.scope.ids)
-        if session_id is not None:
-            sql += " AND e.session_id = ?"
-            params.append(session_id)
-        return sql, params
-
-    @staticmethod
-    def _filter_sql(plan: QueryPlan) -> tuple[str, list[Any]]:
-        marks = ",".join("?" * len(plan.kinds))
-        sql = f"e.type IN ({marks}) AND e.has_text = 1"
-        params: list[Any] = list(plan.kinds)
-        if plan.default_kinds and plan.exclude_tools:
-            # The search tools' own calls and results are not history worth finding (D8).
-            names = ",".join("?" * len(plan.exclude_tools))
-            sql += f" AND (e.tool_name IS NULL OR e.tool_name NOT IN ({names}))"
-            params.extend(plan.exclude_tools)
-        if plan.since is not None:
-            sql += " AND e.time_us >= ?"
-            params.append(_micros(plan.since))
-        if plan.until is not None:
-            sql += " AND e.time_us <= ?"
-            params.append(_micros(plan.until))
-        return sql, params
-
     def _count(
         self, conn: sqlite3.Connection, plan: QueryPlan, session_id: str | None, live_topic: str | None
     ) -> Corpus:
         """``searched`` (in-scope entries of the requested kinds with text), the scope's size and
         highest log offset (the generation), whether the session exists, and the indexer's
         position in the log (the watermark of the live merge)."""
-        scope_sql, scope_params = self._scope_sql(session_id)
-        filter_sql, filter_params = self._filter_sql(plan)
+        scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
+        filter_sql, filter_params = ranking.filter_where(plan)
         row = conn.execute(
             f"SELECT count(*), coalesce(max(e.log_offset), 0), coalesce(sum({filter_sql}), 0) "
             f"FROM events e WHERE {scope_sql}",
@@ -216,8 +172,8 @@ class SQLiteEngine:
         size: int,
     ) -> list[int]:
         """The most recent entries (seq descending in a session; time, then seq, across sessions)."""
-        scope_sql, scope_params = self._scope_sql(session_id)
-        filter_sql, filter_params = self._filter_sql(plan)
+        scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
+        filter_sql, filter_params = ranking.filter_where(plan)
         order = "e.seq DESC, e.session_id ASC" if single else "e.time_us DESC, e.seq DESC, e.session_id ASC"
         rows = conn.execute(
             f"SELECT e.rid FROM events e WHERE {scope_sql} AND {filter_sql} "
@@ -232,8 +188,8 @@ class SQLiteEngine:
         """The page of a scope small enough to scan (:mod:`sessionlog.query.sqlite_scan`), else ``None``."""
         if not self.scan_max_rows:
             return None
-        scope_sql, scope_params = self._scope_sql(session_id)
-        filter_sql, filter_params = self._filter_sql(plan)
+        scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
+        filter_sql, filter_params = ranking.filter_where(plan)
         where = (f"{scope_sql} AND {filter_sql}", [*scope_params, *filter_params])
         found = scan_rank(conn, where, plan, partial, need, self._check_deadline, self.scan_max_rows)
         if found is None:
@@ -270,111 +226,16 @@ class SQLiteEngine:
                     word.expand(conn, workspaces, self.max_expansions)
             if phase != arms_of.EXACT and not any(w.has(phase) for w in words):
                 continue
-            self._insert_hits(conn, words, phase)
-            candidates = self._candidates(conn, plan, len(words), session_id, partial)
-            top = self._exact_top(conn, candidates, plan, partial, need)
+            ranking.insert_hits(conn, words, phase)
+            candidates = ranking.candidates(conn, self.scope, plan, len(words), session_id, partial)
+            top = ranking.exact_top(conn, candidates, plan, partial, need, self._check_deadline)
             # Best score of an entry outside this phase's candidates: one word at a later tier.
             outside = max((w.best_after(phase) + (len(words) - 1) * TIER_EXACT for w in words), default=0.0)
             final = not any(w.best_after(phase) for w in words)
-            if final or (len(top) >= need and top[need - 1][1] > outside + ceiling + _EPSILON):
+            if final or (len(top) >= need and top[need - 1][1] > outside + ceiling + ranking.EPSILON):
                 break
         hints = [term for w in words for _, term in w.expansions]
         return top[offset:], hints
-
-    @staticmethod
-    def _insert_hits(conn: sqlite3.Connection, words: Sequence[WordArms], phase: int) -> None:
-        """Add the index hits of ``phase``'s arms: ``(rid, word number, tier bound)``. The phrase
-        arm (word number -1) comes with the first phase."""
-        arms: list[str] = []
-        params: list[Any] = []
-        for i, word in enumerate(words):
-            for arm in word.arms(phase):
-                arms.append(f"SELECT rowid, {i}, {arm.tier} FROM ({arm.sql})")
-                params.extend(arm.params)
-        if phase == arms_of.EXACT and len(words) > 1:
-            arms.append(f"SELECT rowid, -1, {PHRASE_EXACT} FROM events_tri WHERE events_tri MATCH ?")
-            params.append(arms_of.phrase(" ".join(phrase_words([w.text for w in words]))))
-        if arms:
-            conn.execute(f"INSERT INTO temp.sl_hits (rid, w, v) {' UNION ALL '.join(arms)}", params)
-
-    def _candidates(
-        self, conn: sqlite3.Connection, plan: QueryPlan, n: int, session_id: str | None, partial: bool
-    ) -> list[_Candidate]:
-        """Candidates of the hits so far, in (bound, tiebreak, seq, session) order: the best hit per
-        word and entry, all ``n`` words present (or, ``partial``, any), then the scope and kind
-        filters by primary key."""
-        best = ", ".join(f"max(CASE WHEN w = {i} THEN v END) AS m{i}" for i in range(n))
-        present = " + ".join(f"max(w = {i})" for i in range(n))
-        tiers = " + ".join(f"coalesce(m{i}, 0)" for i in range(n))
-        scope_sql, scope_params = self._scope_sql(session_id)
-        filter_sql, filter_params = self._filter_sql(plan)
-        bonus = max_bonus(plan.words)
-        sql = (
-            f"WITH cand AS (SELECT rid, {best}, max(CASE WHEN w < 0 THEN v ELSE 0 END) AS ph "
-            f"FROM temp.sl_hits GROUP BY rid HAVING {present} {'>= 1' if partial else f'= {n}'}) "
-            f"SELECT e.rid, e.seq, e.session_id, ({tiers}) + c.ph + {bonus} AS bound, 0.0 AS tb "
-            "FROM cand c CROSS JOIN events e ON e.rid = c.rid "
-            f"WHERE {scope_sql} AND {filter_sql} "
-            "ORDER BY bound DESC, e.seq DESC, e.session_id ASC"
-        )
-        return [
-            _Candidate(int(r[0]), int(r[1]), str(r[2]), float(r[3]), float(r[4]))
-            for r in conn.execute(sql, [*scope_params, *filter_params])
-        ]
-
-    def _exact_top(
-        self,
-        conn: sqlite3.Connection,
-        candidates: Sequence[_Candidate],
-        plan: QueryPlan,
-        partial: bool,
-        need: int,
-    ) -> list[tuple[int, float]]:
-        """Score candidates in (bound, tiebreak, seq) order until none left can enter the top ``need``.
-
-        A candidate's key is (exact score, tiebreak, seq); its score is at most its bound, so once the
-        next candidate's (bound, tiebreak, seq) is below the ``need``-th best key, no later one can
-        enter. Only the texts of the candidates read before that point are scored."""
-        best: list[tuple[float, float, int]] = []  # min-heap of the top ``need`` keys so far
-        scored: list[tuple[float, float, int, str, int]] = []
-        i, chunk = 0, max(16, 2 * need)
-        while i < len(candidates):
-            if len(best) >= need and self._below(candidates[i], best[0]):
-                break
-            self._check_deadline()
-            batch = candidates[i : i + chunk]
-            i += len(batch)
-            chunk = min(chunk * 2, 2000)
-            marks = ",".join("?" * len(batch))
-            texts = {
-                int(rid): (kind, text)
-                for rid, kind, text in conn.execute(
-                    f"SELECT rid, type, text FROM events WHERE rid IN ({marks})", [c.rid for c in batch]
-                )
-            }
-            for cand in batch:
-                kind, text = texts[cand.rid]
-                weight = ARGS_WEIGHT if kind == "tool/call" else 1.0
-                score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
-                if score is None:
-                    continue
-                scored.append((score, cand.tiebreak, cand.seq, cand.session_id, cand.rid))
-                key = (score, cand.tiebreak, cand.seq)
-                if len(best) < need:
-                    heapq.heappush(best, key)
-                elif key > best[0]:
-                    heapq.heapreplace(best, key)
-        scored.sort(key=lambda t: (-t[0], -t[1], -t[2], t[3]))
-        return [(rid, score) for score, _, _, _, rid in scored[:need]]
-
-    @staticmethod
-    def _below(cand: _Candidate, kth: tuple[float, float, int]) -> bool:
-        """Whether ``cand`` (and so every later candidate) cannot beat the ``kth`` best key."""
-        if cand.bound < kth[0] - _EPSILON:
-            return True
-        if cand.bound > kth[0] + _EPSILON:
-            return False
-        return (cand.tiebreak, cand.seq) < (kth[1], kth[2])
 
     @staticmethod
     def _doc_ids(conn: sqlite3.Connection, rids: list[int]) -> dict[int, str]:
