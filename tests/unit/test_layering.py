@@ -33,6 +33,8 @@ QUERY_MAY_IMPORT_FROM_INDEXER = frozenset(
         "sessionlog.indexer.document",
         # the embedded event row layout (which fields are columns, not repeated in ``doc``)
         "sessionlog.indexer.sqlite_docs",
+        # the embedded time column's encoding (``time_us``), so filters compare what the view wrote
+        "sessionlog.indexer.sqlite_rows",
         "sessionlog.indexer.textfold",
         "sessionlog.indexer.fold",
         "sessionlog.indexer.settings",

@@ -13,9 +13,9 @@ import heapq
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from sessionlog.indexer.sqlite_rows import time_us
 from sessionlog.query import candidates as arms_of
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.candidates import WordArms
@@ -36,11 +36,6 @@ __all__ = [
 
 #: Slack in score comparisons (floating-point sums of tiers).
 EPSILON: Final = 1e-9
-
-
-def _micros(moment: datetime) -> int:
-    """The ``events.time_us`` value of an aware time: microseconds since the Unix epoch."""
-    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +73,10 @@ def filter_where(plan: QueryPlan) -> tuple[str, list[Any]]:
         params.extend(plan.exclude_tools)
     if plan.since is not None:
         sql += " AND e.time_us >= ?"
-        params.append(_micros(plan.since))
+        params.append(time_us(plan.since.isoformat()))
     if plan.until is not None:
         sql += " AND e.time_us <= ?"
-        params.append(_micros(plan.until))
+        params.append(time_us(plan.until.isoformat()))
     return sql, params
 
 
