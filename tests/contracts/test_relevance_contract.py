@@ -1,6 +1,6 @@
 """The relevance contract on every backend: words with digits, CJK text, identifier and version
 prefixes, word prefixes over typo neighbours, D2's order inside a tier, the readings of an
-ambiguous typo, and tenant isolation of typo candidates."""
+ambiguous typo, a substring as one more reading, and tenant isolation of typo candidates."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ MAIN = "rel-main"  # the matching examples
 ORDER = "rel-order"  # D2's order inside a tier
 TIERS = "rel-tiers"  # D2's tiers
 READINGS = "rel-readings"  # an ambiguous typo
+SUBSTR = "rel-substr"  # a fragment inside an identifier, among many typo neighbours
 CJK_FILLER = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏" * 8
 
 MAIN_TEXTS = [
@@ -54,8 +55,9 @@ TIER_TEXTS = [
     "Résumé sent",  # 0 exact
     "resume sent",  # 1 folded
     "resumed later",  # 2 prefix (the query's last word)
-    "rezume typo",  # 3 fuzzy
-    "preresumex glued",  # 4 substring
+    "rezume typo",  # 3 fuzzy (one edit)
+    "preresumex glued",  # 4 substring: the one-edit tier
+    "rzume two edits",  # 5 fuzzy (two edits)
 ]
 
 # "planqs" is one edit from planes, planks and plans; plans is by far the most frequent and newest.
@@ -64,6 +66,17 @@ READING_TEXTS = [
     "planks on the deck",  # 1
     *(f"plans for day {n}" for n in range(12)),  # 2..13
     "account acct_9932 closed",  # 14
+]
+
+# "lback" inside callback (the oldest entry), and three one-edit neighbours (back, black, lack) with
+# twelve newer entries each: more than a page.
+SUBSTR_TEXTS = [
+    "register the on_callback hook",  # 0: substring
+    "an lbäck spelled with an umlaut",  # 1: folded
+    "the lbacks are here",  # 2: prefix
+    "lback itself",  # 3: exact
+    "balance and totals",  # 4: every 3-gram of "bals", but not "bals" inside one word
+    *(f"{word} {n}" for n in range(12) for word in ("back", "black", "lack")),  # 5..40
 ]
 
 
@@ -90,11 +103,12 @@ def _header(ws: str, sid: str) -> dict[str, Any]:
 
 
 def records() -> list[dict[str, Any]]:
-    out = [_header(WS, MAIN), _header(WS, ORDER), _header(WS, TIERS), _header(WS, READINGS)]
+    out = [_header(WS, sid) for sid in (MAIN, ORDER, TIERS, READINGS, SUBSTR)]
     out += [_event(WS, MAIN, seq, text) for seq, text in enumerate(MAIN_TEXTS)]
     out += [_event(WS, ORDER, seq, text, kind) for seq, (text, kind) in enumerate(ORDER_TEXTS)]
     out += [_event(WS, TIERS, seq, text) for seq, text in enumerate(TIER_TEXTS)]
     out += [_event(WS, READINGS, seq, text) for seq, text in enumerate(READING_TEXTS)]
+    out += [_event(WS, SUBSTR, seq, text) for seq, text in enumerate(SUBSTR_TEXTS)]
     return out
 
 
@@ -210,8 +224,9 @@ def test_only_the_last_word_is_a_prefix(rel: Harness) -> None:
 # -- D2: tiers, then occurrences, then field, then recency ---------------------------------------------
 
 
-def test_tiers_order_exact_folded_prefix_fuzzy_substring_whatever_the_recency(rel: Harness) -> None:
-    assert _seqs(rel, TIERS, "Résumé") == [0, 1, 2, 3, 4]
+def test_tiers_order_exact_folded_prefix_then_one_edit_or_substring_then_two_edits(rel: Harness) -> None:
+    # A substring shares the one-edit tier (each is one more reading, the newest first).
+    assert _seqs(rel, TIERS, "Résumé") == [0, 1, 2, 4, 3, 5]
 
 
 def test_more_occurrences_first_not_shorter_entries(rel: Harness) -> None:
@@ -260,6 +275,40 @@ def test_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
     assert [seq for page in pages for seq in page] == [13, 1, 0, *PLANS[1:]]
 
 
+# -- a substring is one more reading of the word (issue 14) ---------------------------------------------
+
+NEIGHBOURS = list(range(40, 4, -1))  # back, black and lack entries, newest first
+
+
+def test_a_substring_shows_on_the_first_page_among_many_typo_neighbours(rel: Harness) -> None:
+    # Exact, folded and prefix first; then the best entry of each reading (back, black, lack and
+    # "lback" inside callback) in D2's order, before a second entry of any.
+    assert _seqs(rel, SUBSTR, "lback") == [3, 1, 2, 40, 39, 38, 0, 37, 36, 35]
+
+
+def test_a_substring_ranks_as_a_one_edit_typo(rel: Harness) -> None:
+    assert _score(rel, SUBSTR, "lback", 0) == pytest.approx(_score(rel, SUBSTR, "lback", 40), abs=0.01)
+
+
+def test_three_grams_apart_are_not_a_substring(rel: Harness) -> None:
+    assert 4 not in _seqs(rel, SUBSTR, "bals", limit=50)
+    assert _seqs(rel, SUBSTR, "lanc") == [4]  # inside "balance"
+
+
+def test_substring_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
+    provider = rel.provider(Scope.session(SUBSTR))
+    seqs: list[int] = []
+    cursor: str | None = None
+    while True:
+        result = provider.search(SessionQueryRequest(query="lback", limit=7, cursor=cursor))
+        seqs += [m.seq for m in result.matches]
+        cursor = result.next_cursor
+        if cursor is None:
+            break
+    assert seqs[:7] == [3, 1, 2, 40, 39, 38, 0]
+    assert sorted(seqs) == [0, 1, 2, 3, *sorted(NEIGHBOURS)]
+
+
 # -- tenant isolation of typo candidates (issue 14) ------------------------------------------------------
 
 
@@ -287,7 +336,7 @@ def test_another_workspace_full_of_near_variants_changes_nothing_here(harness: H
         [_header("iso-a", "iso-a1"), *(_event("iso-a", "iso-a1", i, t) for i, t in enumerate(texts))]
     )
     harness.index()
-    queries = ("forcast", "forecst", "forcasts", "forcast quarter")
+    queries = ("forcast", "forecst", "forcasts", "forcast quarter", "orecas")
     before = {q: _snapshot(harness, q) for q in queries}
     assert 0 in [seq for _, seq, _ in before["forcast"]]
     # More neighbours than the embedded backend used to keep per word from the whole file (64); fewer

@@ -13,6 +13,7 @@ from sessionlog.query.scoring import (
     TIER_FOLDED,
     TIER_FUZZY,
     TIER_FUZZY2,
+    TIER_PARTS,
     TIER_PREFIX,
     TIER_PREFIX_NUMBER,
     TIER_SUBSTRING,
@@ -65,7 +66,7 @@ def test_digit_skeletons() -> None:
         ("acct 9931", "acct_9931", TIER_FOLDED),
         ("2.2.1-3", "2.2.1", TIER_FOLDED),  # its parts in a row: 2 2 1 (3)
         ("2.2.10", "2.2.1", TIER_PREFIX_NUMBER),
-        ("get the type", "get_tpye", TIER_SUBSTRING),
+        ("get the type", "get_tpye", TIER_PARTS),
         ("我们的数据库迁移完成了", "数据库", TIER_FOLDED),
         ("全文検索エンジン", "検", TIER_FOLDED),
     ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
 from sessionlog.query.readings import diversify, tier_of, window_needed
-from sessionlog.query.scoring import score_text, typo_reading
+from sessionlog.query.scoring import TIER_FUZZY, TIER_FUZZY2, score_text, text_reading, typo_reading
 
 
 def _plan(*words: str) -> QueryPlan:
@@ -74,3 +74,38 @@ def test_a_full_page_that_ends_in_a_typo_tier_asks_for_the_window() -> None:
     assert not window_needed(plan, hits, 4)  # not full: every match is there
     exact = _hits(_plan("plans"), ["plans a", "plans b"])
     assert not window_needed(_plan("plans"), exact, 2)
+
+
+def test_the_word_inside_a_longer_token_is_one_reading() -> None:
+    assert typo_reading("on_callback hook", ["lback"], ["lback"]) == ("lback",)
+    assert typo_reading("the fallback", ["lback"], ["lback"]) == ("lback",)  # the same reading
+    assert typo_reading("lack of callbacks", ["lback"], ["lback"]) == ("lback",)  # no edit first
+    assert typo_reading("generalized", ["nerali"], ["nerali"]) == ("nerali",)
+    assert text_reading("generalized", ["nerali"], ["nerali"]) == (TIER_FUZZY, ("nerali",))
+    assert text_reading("natalie", ["nerali"], ["nerali"]) is None  # three edits
+    assert text_reading("nepalis", ["nerali"], ["nerali"]) == (TIER_FUZZY2, ("nepalis",))
+    assert text_reading("balance and totals", ["bals"], ["bals"]) is None  # 3-grams apart
+
+
+def test_the_substring_reading_shows_among_the_typo_readings() -> None:
+    plan = _plan("lback")
+    texts = ["on_callback hook", *(f"{w} {n}" for n in range(4) for w in ("back", "black", "lack"))]
+    order = [h.seq for h in diversify(plan, _hits(plan, texts))]
+    assert order[:4] == [12, 11, 10, 0]  # lack, black, back, then the substring, by recency
+
+
+def _hit(seq: int, text: str, score: float) -> EngineHit:
+    return EngineHit(
+        session_id="s", entry_id=f"s:{seq}", seq=seq, kind="user/message", text=text, score=score
+    )
+
+
+def test_a_hit_the_engine_over_matched_takes_the_tier_of_its_text() -> None:
+    # OpenSearch's substring filter asks for the word's 3-grams anywhere in the entry.
+    plan = _plan("bals")
+    hits = [_hit(3, "balance and totals", 2.001), _hit(2, "the globals", 2.001), _hit(1, "bass", 2.001)]
+    assert [h.seq for h in diversify(plan, hits)] == [2, 1]
+    # A two-edit match the engine scored in the one-edit tier goes below the one-edit tier.
+    plan = _plan("nerali")
+    hits = [_hit(3, "nepalis", 2.001), _hit(2, "generalized", 2.001), _hit(1, "general", 2.001)]
+    assert [h.seq for h in diversify(plan, hits)] == [2, 3]

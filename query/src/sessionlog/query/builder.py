@@ -3,10 +3,14 @@
 User text only ever reaches ``match`` and ``match_phrase`` queries (never ``query_string``), so
 Lucene syntax in a query is plain data (a ``regexp`` is built from escaped word characters only).
 Ranking layers (spec D2) come from constant-score tiers per word — exact 8, folded 4, prefix 3,
-fuzzy 2 (two edits 1.5), substring 1, exactly those of :mod:`sessionlog.query.scoring` — plus a
-phrase bonus; small constant terms add "more occurrences" (interval queries: a word twice, three
-times) and "message text over arguments" without crossing a tier. Recency (seq descending) breaks
-the remaining ties.
+one edit or substring 2, two edits 1.5, identifier parts anywhere 1, exactly those of
+:mod:`sessionlog.query.scoring` — plus a phrase bonus; small constant terms add "more
+occurrences" (interval queries: a word twice, three times) and "message text over arguments"
+without crossing a tier. Recency (seq descending) breaks the remaining ties.
+
+The substring tier is a filter on the word's 3-grams anywhere in the entry, which can over-match
+(``bals``: ``balance`` and ``totals``); the provider core takes the tier of every hit that may hold
+a typo or substring match from its text (:func:`sessionlog.query.readings.diversify`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from sessionlog.query.scoring import (
     TIER_FOLDED,
     TIER_FUZZY,
     TIER_FUZZY2,
+    TIER_PARTS,
     TIER_PREFIX,
     TIER_PREFIX_NUMBER,
     TIER_SUBSTRING,
@@ -170,7 +175,7 @@ def word_clause(raw: str, folded: str, *, last: bool = False) -> dict[str, Any]:
         # Every part somewhere (``get_tpye`` finds ``get`` … ``type``): the lowest tier.
         parts = [word_clause(part, part) for part in WORD_RE.findall(folded)]
         if parts:
-            tiers.append(_const({"bool": {"filter": parts}}, TIER_SUBSTRING))
+            tiers.append(_const({"bool": {"filter": parts}}, TIER_PARTS))
     return {"dis_max": {"queries": tiers}}
 
 

@@ -28,6 +28,7 @@ from sessionlog.query.scoring import (
     TIER_FOLDED,
     TIER_FUZZY,
     TIER_FUZZY2,
+    TIER_PARTS,
     TIER_PREFIX,
     TIER_SUBSTRING,
     fuzzy_budget,
@@ -51,8 +52,8 @@ __all__ = [
 
 EXACT, PREFIX, TYPO, SUBSTRING = 0, 1, 2, 3
 PHASES: Final = (EXACT, PREFIX, TYPO, SUBSTRING)
-#: A safety valve, not a ranking cut: past it the expansion is marked incomplete (substring hits
-#: then keep a typo-tier bound) rather than silently losing candidates.
+#: A safety valve, not a ranking cut: past it the expansion is marked incomplete (``complete``)
+#: rather than silently losing candidates.
 MAX_EXPANSIONS: Final = 10_000
 #: Vocabulary terms a trigram probe may return before verification (closest first).
 _TRIGRAM_PROBE_LIMIT: Final = 20_000
@@ -116,11 +117,8 @@ class WordArms:
 
     def substring_tier(self) -> float:
         if not self.plain or len(self.text) < 3:
-            return TIER_SUBSTRING if self.compound and self.parts else 0.0
-        # Until every typo candidate is known, a substring hit may also be a typo match.
-        if self.budget and not (self.expanded and self.complete):
-            return TIER_FUZZY
-        return TIER_SUBSTRING
+            return TIER_PARTS if self.compound and self.parts else 0.0
+        return TIER_SUBSTRING  # the one-edit tier, so also the bound of a typo match it may be
 
     def _prefix_ok(self) -> bool:
         return len(self.text) >= 3 and (self.compound or (self.plain and self.last))
@@ -156,7 +154,7 @@ class WordArms:
             if self.compound and self.parts:
                 every = " INTERSECT ".join(f"SELECT rowid FROM ({p._any_sql()[0]})" for p in self.parts)
                 params = tuple(v for p in self.parts for v in p._any_sql()[1])
-                return [Arm(every, params, TIER_SUBSTRING)]
+                return [Arm(every, params, TIER_PARTS)]
         return []
 
     def _any_sql(self) -> tuple[str, tuple[Any, ...]]:

@@ -22,7 +22,7 @@ from typing import Final
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
-from sessionlog.query.scoring import TIER_EXACT, TIER_FUZZY, fuzzy_budget, typo_reading
+from sessionlog.query.scoring import TIER_EXACT, TIER_FUZZY, fuzzy_budget, text_reading
 
 __all__ = ["WINDOW", "diversify", "tier_of", "window_needed"]
 
@@ -52,7 +52,13 @@ def window_needed(plan: QueryPlan, hits: Sequence[EngineHit], size: int) -> bool
 
 
 def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
-    """``hits`` (in D2's order) ordered by tier, then rank within their reading, then D2's order."""
+    """``hits`` (in D2's order) ordered by tier, then rank within their reading, then D2's order.
+
+    The tier and the reading of a hit in a tier that may hold typo matches come from its text
+    (:func:`~sessionlog.query.scoring.text_reading`), so the order is the one ``score_text`` gives
+    on both backends: a hit the engine over-matched (OpenSearch's trigram filter asks for every
+    3-gram of a word somewhere in the entry, not the word inside one token) takes its exact tier,
+    or is left out when its text does not match."""
     ceiling = _typo_ceiling(plan)
     if not hits or tier_of(min(hit.score for hit in hits)) > ceiling:
         return list(hits)
@@ -62,7 +68,11 @@ def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
         tier = tier_of(hit.score)
         reading: tuple[str, ...] = ()
         if tier <= ceiling:
-            reading = typo_reading(hit.text, plan.raw_words, plan.words)
+            found = text_reading(hit.text, plan.raw_words, plan.words)
+            if found is None:
+                continue
+            tier = min(tier, found[0])
+            reading = found[1]
         rank = seen.get((tier, reading), 0)
         seen[tier, reading] = rank + 1
         keyed.append((-tier, rank, index, hit))

@@ -14,13 +14,18 @@ counts (spec D2, D3; the OpenSearch body in :mod:`sessionlog.query.builder` give
           ``backstage``); an identifier as the start of an identifier token (``get_t`` →
           ``get_type``, ``2.2.1`` → ``2.2.1-3``). 2.5 when a fragment ending in a digit goes on
           into a longer number (``2.2.1`` in ``2.2.10``, ``acct_29`` in ``acct_29615``)
-2 fuzzy   one edit (1.5: two edits) within the typo budget (OpenSearch ``AUTO``: 0 edits up to 2
-          characters, 1 for 3–5, 2 from 6; an adjacent swap is one edit). In a word with digits
-          only its letters may differ, and the budget is that of its letters (``pyhton3`` →
-          ``python3``; ``ipv4`` never finds ``ipv6``)
-1 substr  a word of 3+ characters inside a longer token (``9931`` in ``acct_9931``); an
-          identifier whose parts all match somewhere
+2 near    one edit within the typo budget (OpenSearch ``AUTO``: 0 edits up to 2 characters, 1
+          for 3–5, 2 from 6; an adjacent swap is one edit). In a word with digits only its
+          letters may differ, and the budget is that of its letters (``pyhton3`` → ``python3``;
+          ``ipv4`` never finds ``ipv6``). Also a word of 3+ characters inside a longer token, as
+          typed (``9931`` in ``acct_9931``, ``lback`` in ``callback``): a *substring*
+1.5       two edits within the budget
+1 parts   an identifier whose parts all match somewhere (``get_tpye`` → ``get`` … ``type``)
 ========  ====================================================================================
+
+A substring and a one-edit typo are each one step from the word as typed, and neither is the word:
+they share a tier, and :mod:`sessionlog.query.readings` treats the word as a substring as one
+more *reading* of it (:func:`typo_reading`).
 
 An exact phrase of all words adds 40, a folded one 20. Inside a tier (spec D2): more occurrences
 (each word's whole-token count, up to :data:`MAX_COUNTED` counted), then message text over tool
@@ -46,6 +51,7 @@ __all__ = [
     "TIER_FOLDED",
     "TIER_FUZZY",
     "TIER_FUZZY2",
+    "TIER_PARTS",
     "TIER_PREFIX",
     "TIER_PREFIX_NUMBER",
     "TIER_SUBSTRING",
@@ -56,6 +62,7 @@ __all__ = [
     "max_bonus",
     "phrase_words",
     "score_text",
+    "text_reading",
     "typo_budget",
     "typo_match",
     "typo_reading",
@@ -67,7 +74,10 @@ TIER_PREFIX = 3.0
 TIER_PREFIX_NUMBER = 2.5
 TIER_FUZZY = 2.0
 TIER_FUZZY2 = 1.5
-TIER_SUBSTRING = 1.0
+#: A word of 3+ characters inside a longer token: the tier of a one-edit typo (one more reading).
+TIER_SUBSTRING = TIER_FUZZY
+#: An identifier whose parts all match somewhere, in any tier but the prefix one.
+TIER_PARTS = 1.0
 PHRASE_EXACT = 40.0
 PHRASE_FOLDED = 20.0
 #: Added per extra occurrence of a query word (the 2nd and 3rd count); 32 words × 2 × 0.005 stays
@@ -182,14 +192,19 @@ def _plain_tier(raw: str, word: str, text: _Text, last: bool) -> float:
         best = max((extends(t, word) for t in text.folded_set), default=0.0)
         if best == TIER_PREFIX:
             return best
+    if best < TIER_SUBSTRING and _inside(word, text):
+        return TIER_SUBSTRING
     budget = fuzzy_budget(word)
     if budget and best < TIER_FUZZY:
         distances = [d for t in text.folded_set if (d := typo_match(word, t, budget)) is not None]
         if distances:
             best = max(best, fuzzy_tier(min(distances)))
-    if not best and len(word) >= 3 and word in text.joined:
-        return TIER_SUBSTRING
     return best
+
+
+def _inside(word: str, text: _Text) -> bool:
+    """Whether ``word`` (3+ characters, not a token of ``text``) occurs inside a longer token."""
+    return len(word) >= 3 and word in text.joined
 
 
 def _compound_tier(raw: str, word: str, text: _Text) -> float:
@@ -201,7 +216,7 @@ def _compound_tier(raw: str, word: str, text: _Text) -> float:
     if len(word) >= 3 and (best := max((extends(t, word) for t in text.idents), default=0.0)):
         return best
     if parts and all(_plain_tier(p, p, text, False) for p in parts):
-        return TIER_SUBSTRING
+        return TIER_PARTS
     return 0.0
 
 
@@ -226,50 +241,82 @@ def max_bonus(words: Sequence[str]) -> float:
     return len(words) * (MAX_COUNTED - 1) * OCCURRENCE + FIELD_BONUS
 
 
+def _phrase(seen: _Text, raw_words: Sequence[str], words: Sequence[str]) -> float:
+    if len(words) > 1:
+        if f" {' '.join(phrase_words(raw_words))} " in seen.exact_joined:
+            return PHRASE_EXACT
+        if f" {' '.join(phrase_words(words))} " in seen.joined:
+            return PHRASE_FOLDED
+    return 0.0
+
+
+def _word_tiers(
+    seen: _Text, raw_words: Sequence[str], words: Sequence[str], partial: bool = False
+) -> list[float] | None:
+    """Each word's tier in ``seen``; ``None`` as soon as one does not match (unless ``partial``)."""
+    last = len(words) - 1
+    tiers = []
+    for index, (raw, word) in enumerate(zip(raw_words, words, strict=True)):
+        tier = word_tier(raw, word, seen, index == last)
+        if not tier and not partial:
+            return None
+        tiers.append(tier)
+    return tiers
+
+
 def score_text(
     text: str, raw_words: Sequence[str], words: Sequence[str], *, weight: float = 1.0, partial: bool = False
 ) -> float | None:
     """The score of ``text`` for the query, or ``None`` when it does not match (every word must,
     unless ``partial``, when at least one must). ``weight`` below 1 marks tool arguments."""
     seen = _Text.of(text)
+    tiers = _word_tiers(seen, raw_words, words, partial)
+    if tiers is None or not any(tiers):
+        return None
     total = 0.0
-    matched = 0
-    for index, (raw, word) in enumerate(zip(raw_words, words, strict=True)):
-        tier = word_tier(raw, word, seen, index == len(words) - 1)
+    for tier, word in zip(tiers, words, strict=True):
         if tier:
-            matched += 1
             total += tier
             if not is_compound(word) and not is_cjk(word):
                 total += OCCURRENCE * (min(seen.count(word), MAX_COUNTED) - 1 if seen.count(word) else 0)
-        elif not partial:
-            return None
-    if matched == 0:
-        return None
-    if len(words) > 1:
-        if f" {' '.join(phrase_words(raw_words))} " in seen.exact_joined:
-            total += PHRASE_EXACT
-        elif f" {' '.join(phrase_words(words))} " in seen.joined:
-            total += PHRASE_FOLDED
+    total += _phrase(seen, raw_words, words)
     if weight >= 1.0:
         total += FIELD_BONUS
     return total
 
 
-def typo_reading(text: str, raw_words: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:
-    """Which *reading* of the query ``text`` matches: per query word, the closest term of ``text``
-    (fewest edits, then alphabetical) when the word's best tier there is a typo tier, else ``""``.
-    ``planqs`` read as ``planes`` and read as ``plans`` are two readings; an entry matched without
-    a typo has the reading of empty strings."""
+def text_reading(
+    text: str, raw_words: Sequence[str], words: Sequence[str]
+) -> tuple[float, tuple[str, ...]] | None:
+    """The tier sum of ``text`` (the words' tiers plus the phrase bonus: its score without D2's
+    occurrence and field bonuses) and the *reading* of the query it matches, or ``None`` when it
+    does not match every word.
+
+    The reading has, per query word whose tier is a typo tier, the closest term of ``text``
+    (fewest edits, then alphabetical), or the word itself when it occurs inside a longer token (no
+    edit: the word as a substring is one reading); else ``""``. ``planqs`` read as ``planes`` and
+    read as ``plans`` are two readings, ``lback`` inside ``callback`` and inside ``fallback`` one;
+    an entry matched without either has the reading of empty strings."""
     seen = _Text.of(text)
-    last = len(words) - 1
+    tiers = _word_tiers(seen, raw_words, words)
+    if tiers is None:
+        return None
     out: list[str] = []
-    for index, (raw, word) in enumerate(zip(raw_words, words, strict=True)):
+    for tier, word in zip(tiers, words, strict=True):
         term = ""
-        if not is_compound(word) and not is_cjk(word):
-            tier = _plain_tier(raw, word, seen, index == last)
-            if tier in (TIER_FUZZY, TIER_FUZZY2):
-                budget = fuzzy_budget(word)
-                close = [(d, t) for t in seen.folded_set if (d := typo_match(word, t, budget)) is not None]
-                term = min(close)[1] if close else ""
+        if is_compound(word) or is_cjk(word):
+            pass
+        elif tier == TIER_SUBSTRING and _inside(word, seen):
+            term = word
+        elif tier in (TIER_FUZZY, TIER_FUZZY2):
+            budget = fuzzy_budget(word)
+            close = [(d, t) for t in seen.folded_set if (d := typo_match(word, t, budget)) is not None]
+            term = min(close)[1] if close else ""
         out.append(term)
-    return tuple(out)
+    return sum(tiers) + _phrase(seen, raw_words, words), tuple(out)
+
+
+def typo_reading(text: str, raw_words: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:
+    """The reading of :func:`text_reading` (empty strings when ``text`` does not match)."""
+    found = text_reading(text, raw_words, words)
+    return found[1] if found is not None else ("",) * len(words)
