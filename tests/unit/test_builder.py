@@ -246,7 +246,7 @@ def test_tiers_rank_exact_over_folded_over_prefix_over_fuzzy_and_substring() -> 
             ((field, _gram),) = clause["bool"]["filter"][0]["term"].items()
             tier = "tri"
         boosts[(field.split(".")[0], tier)] = query["constant_score"]["boost"]
-    order = ("exact", "folded", "prefix", "fuzzy1", "fuzzy2")
+    order: tuple[str, ...] = ("exact", "folded", "prefix", "fuzzy1", "fuzzy2")
     text = [boosts[("text", tier)] for tier in order]
     assert text == sorted(text, reverse=True) and len(set(text)) == len(order)
     # A substring is one more reading of the word, in the one-edit tier (docs/matching.md).
