@@ -3,9 +3,10 @@ that find every entry the word can match at each tier of :mod:`sessionlog.query.
 typo candidates from the scope's own vocabulary.
 
 The tables are those of :mod:`sessionlog.indexer.sqlite_schema`. Phases run from the best tier down
-(:data:`EXACT`, :data:`PREFIX`, :data:`TYPO`, :data:`SUBSTRING`); an arm's tier is an upper bound of
-the tier :func:`~sessionlog.query.scoring.score_text` gives an entry that only that arm found, so
-the provider can stop as soon as no later phase can reach its page.
+(:data:`EXACT`, :data:`PREFIX`, :data:`TYPO` — typos and substrings, which share a tier — and
+:data:`PARTS`, an identifier's parts anywhere); an arm's tier is an upper bound of the tier
+:func:`~sessionlog.query.scoring.score_text` gives an entry that only that arm found, so the
+provider can stop as soon as no later phase can reach its page.
 
 Typo candidates come from ``vocab`` restricted to the scope's workspaces, so another tenant's words
 never change this one's results; every term within the budget is kept (no cut that could drop the
@@ -39,9 +40,9 @@ from sessionlog.query.scoring import (
 __all__ = [
     "EXACT",
     "MAX_EXPANSIONS",
+    "PARTS",
     "PHASES",
     "PREFIX",
-    "SUBSTRING",
     "TYPO",
     "Arm",
     "WordArms",
@@ -50,8 +51,8 @@ __all__ = [
     "typo_candidates",
 ]
 
-EXACT, PREFIX, TYPO, SUBSTRING = 0, 1, 2, 3
-PHASES: Final = (EXACT, PREFIX, TYPO, SUBSTRING)
+EXACT, PREFIX, TYPO, PARTS = 0, 1, 2, 3
+PHASES: Final = (EXACT, PREFIX, TYPO, PARTS)
 #: A safety valve, not a ranking cut: past it the expansion is marked incomplete (``complete``)
 #: rather than silently losing candidates.
 MAX_EXPANSIONS: Final = 10_000
@@ -115,10 +116,8 @@ class WordArms:
         if self.budget:
             self.expansions, self.complete = expansions(conn, self.text, workspaces, limit)
 
-    def substring_tier(self) -> float:
-        if not self.plain or len(self.text) < 3:
-            return TIER_PARTS if self.compound and self.parts else 0.0
-        return TIER_SUBSTRING  # the one-edit tier, so also the bound of a typo match it may be
+    def _inside_ok(self) -> bool:
+        return self.plain and len(self.text) >= 3
 
     def _prefix_ok(self) -> bool:
         return len(self.text) >= 3 and (self.compound or (self.plain and self.last))
@@ -141,20 +140,19 @@ class WordArms:
             if self.compound:
                 return [_table_arm("events_ident", phrase(f" {word}"), TIER_PREFIX)]
             return [_words_arm(phrase(word) + " *", TIER_PREFIX)]
-        if phase == TYPO and self.expansions:
+        if phase == TYPO:
             out = []
             for distance, tier in ((1, TIER_FUZZY), (2, TIER_FUZZY2)):
                 terms = [phrase(t) for d, t in self.expansions if d == distance]
                 if terms:
                     out.append(_words_arm(" OR ".join(terms), tier))
+            if self._inside_ok():  # a substring: the one-edit tier, so looked up with the typos
+                out.append(_table_arm("events_tri", phrase(word), TIER_SUBSTRING))
             return out
-        if phase == SUBSTRING:
-            if self.plain and len(word) >= 3:
-                return [_table_arm("events_tri", phrase(word), self.substring_tier())]
-            if self.compound and self.parts:
-                every = " INTERSECT ".join(f"SELECT rowid FROM ({p._any_sql()[0]})" for p in self.parts)
-                params = tuple(v for p in self.parts for v in p._any_sql()[1])
-                return [Arm(every, params, TIER_PARTS)]
+        if phase == PARTS and self.compound and self.parts:
+            every = " INTERSECT ".join(f"SELECT rowid FROM ({p._any_sql()[0]})" for p in self.parts)
+            params = tuple(v for p in self.parts for v in p._any_sql()[1])
+            return [Arm(every, params, TIER_PARTS)]
         return []
 
     def _any_sql(self) -> tuple[str, tuple[Any, ...]]:
@@ -167,11 +165,11 @@ class WordArms:
 
     def has(self, phase: int) -> bool:
         if phase == TYPO:
-            return bool(self.expansions)
+            return bool(self.expansions) or self._inside_ok()
         if phase == PREFIX:
             return self._prefix_ok()
-        if phase == SUBSTRING:
-            return bool(self.substring_tier())
+        if phase == PARTS:
+            return self.compound and bool(self.parts)
         return True
 
     def best_after(self, phase: int) -> float:
@@ -179,10 +177,10 @@ class WordArms:
         later = []
         if phase < PREFIX and self._prefix_ok():
             later.append(TIER_PREFIX)
-        if phase < TYPO and self.budget:
-            later.append(TIER_FUZZY)
-        if phase < SUBSTRING:
-            later.append(self.substring_tier())
+        if phase < TYPO and (self.budget or self._inside_ok()):
+            later.append(TIER_FUZZY)  # a typo or a substring
+        if phase < PARTS and self.compound and self.parts:
+            later.append(TIER_PARTS)
         return max(later, default=0.0)
 
 

@@ -16,9 +16,10 @@ by phase from the best tier down (:mod:`sessionlog.query.candidates` builds each
    row (``events_ident``, ``events_tri``), a CJK word as its bigrams (``events_cjk``), and the phrase.
 2. **Prefix**: the last word as the start of a word (FTS5 prefix query), an identifier fragment as
    the start of an identifier (``" get_t"`` in ``events_ident``).
-3. **Typo**: the word's typo candidates — terms of the scope's own workspaces' vocabulary
-   (``vocab``) within its edit budget, every one of them (digits exact in words with digits).
-4. **Substring**: the word inside longer tokens (``events_tri``); an identifier's parts anywhere.
+3. **Typo and substring** (one tier): the word's typo candidates — terms of the scope's own
+   workspaces' vocabulary (``vocab``) within its edit budget, every one of them (digits exact in
+   words with digits) — and the word inside longer tokens (``events_tri``).
+4. **Parts**: an identifier's parts anywhere.
 
 Each phase adds its hits; SQL gives each candidate an upper bound of its score from the tiers of the
 lookups that found it, then candidates are scored exactly with :func:`score_text` in bound order
