@@ -49,8 +49,11 @@ def _occurrence_bonus(count: int) -> float:
 class Hits:
     """The hits of one search so far (see the module docstring)."""
 
-    def __init__(self, words: Sequence[WordArms]) -> None:
+    def __init__(self, words: Sequence[WordArms], rids: tuple[int, int] | None = None) -> None:
         self.words = list(words)
+        # The scope's lowest and highest rowid, when it is narrow enough to be worth it (a
+        # session's entries were written together): every lookup is cut to it inside FTS5.
+        self.rids = rids
         self.best: list[dict[int, float]] = [{} for _ in words]
         self.phrase: set[int] = set()
         # Per word: its occurrence bonus in each entry holding it as a token (counted words), or
@@ -60,14 +63,18 @@ class Hits:
 
     def add(self, conn: sqlite3.Connection, phase: int) -> None:
         """Add the hits of ``phase``'s arms (the phrase arm and the counts come with the first)."""
+        within, bounds = ("", ()) if self.rids is None else (" WHERE rowid BETWEEN ? AND ?", self.rids)
         for i, word in enumerate(self.words):
             best = self.best[i]
             for arm in word.arms(phase):
                 tier = arm.tier
-                for (rid,) in conn.execute(f"SELECT rowid FROM ({arm.sql})", arm.params):
+                for (rid,) in conn.execute(f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds)):
                     if best.get(rid, -1.0) < tier:
                         best[rid] = tier
-            if phase == arms_of.EXACT and word.plain and word.text.isascii() and word.text.isalnum():
+            # The instances of a word are read file-wide: not for a narrow scope, whose few
+            # candidates are cheaper to score than a common word's every instance is to count.
+            counted = self.rids is None and word.plain and word.text.isascii() and word.text.isalnum()
+            if phase == arms_of.EXACT and counted:
                 # An ASCII word is one token of the index, counted exactly as score_text counts it.
                 self.bonus[i] = {
                     int(doc): _occurrence_bonus(int(count))
@@ -78,7 +85,8 @@ class Hits:
                 }
         if phase == arms_of.EXACT and len(self.words) > 1:
             text = arms_of.phrase(" ".join(phrase_words([w.text for w in self.words])))
-            found = conn.execute("SELECT rowid FROM events_tri WHERE events_tri MATCH ?", (text,))
+            phrase_sql = "SELECT rowid FROM events_tri WHERE events_tri MATCH ?"
+            found = conn.execute(f"SELECT rowid FROM ({phrase_sql}){within}", (text, *bounds))
             self.phrase.update(rid for (rid,) in found)
 
     def entries(self, partial: bool) -> set[int]:

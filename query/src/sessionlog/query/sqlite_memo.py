@@ -51,12 +51,14 @@ PLACED_MAX: Final = 500_000
 
 
 class SnapshotMemo:
-    """Counts, typo candidates, placed entries and scores computed on one version of the data."""
+    """Counts, typo candidates, rowid ranges, placed entries and scores computed on one version of
+    the data."""
 
     def __init__(self) -> None:
         self._data: Hashable = None
         self.counts: Bounded[Corpus] = Bounded(64)
         self.expansions: Bounded[tuple[list[tuple[int, str]], bool]] = Bounded(256)
+        self.ranges: Bounded[tuple[int, int]] = Bounded(64)
         self._scores: Bounded[dict[int, float | None]] = Bounded(SCORED_QUERIES)
         self._placed: Bounded[dict[int, tuple[int, str, bool] | None]] = Bounded(SCORED_QUERIES)
 
@@ -66,6 +68,7 @@ class SnapshotMemo:
             self._data = data
             self.counts.clear()
             self.expansions.clear()
+            self.ranges.clear()
             self._scores.clear()
             self._placed.clear()
 

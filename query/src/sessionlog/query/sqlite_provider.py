@@ -242,7 +242,7 @@ class SQLiteEngine:
         memo = self._memo.scores((plan.raw_words, plan.words, partial))
         filter_sql, filter_params = ranking.filter_where(plan)
         placed = self._memo.placed((filter_sql, *filter_params, session_id))
-        hits = Hits(words)
+        hits = Hits(words, self._rid_range(conn, session_id))
         top: list[tuple[int, float]] = []
         for phase in arms_of.PHASES:
             if phase == arms_of.TYPO:
@@ -262,6 +262,21 @@ class SQLiteEngine:
                 break
         hints = [term for w in words for _, term in w.expansions]
         return top[offset:], hints
+
+    def _rid_range(self, conn: sqlite3.Connection, session_id: str | None) -> tuple[int, int] | None:
+        """The lowest and highest rowid of a session scope (or a session-narrowed search): a
+        session's entries are written together, so its range is narrow even in a big file. Not
+        for workspace scopes, whose entries span the file."""
+        if self.scope.kind != "sessions" and session_id is None:
+            return None
+        key = ("rids", session_id)
+        known = self._memo.ranges.get(key)
+        if known is None:
+            scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
+            row = conn.execute(f"SELECT min(e.rid), max(e.rid) FROM events e WHERE {scope_sql}", scope_params)
+            lo, hi = row.fetchone()
+            known = self._memo.ranges.put(key, (int(lo or 0), int(hi or -1)))
+        return known
 
     @staticmethod
     def _doc_ids(conn: sqlite3.Connection, rids: list[int]) -> dict[int, str]:
