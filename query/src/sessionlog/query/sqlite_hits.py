@@ -27,6 +27,7 @@ from sessionlog.query.scoring import (
     MAX_COUNTED,
     OCCURRENCE,
     PHRASE_EXACT,
+    TIER_EXACT,
     is_compound,
     phrase_words,
 )
@@ -125,12 +126,16 @@ class Hits:
     def bound(self, rid: int, args: bool) -> float:
         """The most ``rid`` can score given its hits (``args``: its text is tool arguments), summed
         in :func:`~sessionlog.query.scoring.score_text`'s order: per word its best tier and
-        occurrence bonus, then the phrase, then the field."""
+        occurrence bonus, then the phrase, then the field. The bonus counts the query word itself,
+        so an entry the word's exact arm did not find (a typo, prefix or substring match) has none."""
         total = 0.0
         for best, bonus, most in zip(self.best, self.bonus, self._most, strict=True):
             tier = best.get(rid)
             if tier is not None:
-                total += tier + (most if bonus is None else bonus.get(rid, 0.0))
+                if bonus is not None:
+                    total += tier + bonus.get(rid, 0.0)
+                else:
+                    total += tier + (most if tier >= TIER_EXACT else 0.0)
         if rid in self.phrase:
             total += PHRASE_EXACT
         return total if args else total + FIELD_BONUS
