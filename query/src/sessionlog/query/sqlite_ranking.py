@@ -147,7 +147,7 @@ def exact_top(
     memo = {} if memo is None else memo
     best: list[tuple[float, int]] = []  # min-heap of the top ``need`` keys so far
     scored: list[tuple[float, int, str, int]] = []
-    i, chunk = 0, max(16, 2 * need)
+    i, chunk = 0, need + 16  # bounds are mostly exact: about a page of texts is enough
     while i < len(candidates):
         if len(best) >= need and below(candidates[i], best[0]):
             break
