@@ -227,10 +227,18 @@ def max_bonus(words: Sequence[str]) -> float:
 
 
 def score_text(
-    text: str, raw_words: Sequence[str], words: Sequence[str], *, weight: float = 1.0, partial: bool = False
+    text: str,
+    raw_words: Sequence[str],
+    words: Sequence[str],
+    *,
+    weight: float = 1.0,
+    partial: bool = False,
+    phrase: bool = True,
 ) -> float | None:
     """The score of ``text`` for the query, or ``None`` when it does not match (every word must,
-    unless ``partial``, when at least one must). ``weight`` below 1 marks tool arguments."""
+    unless ``partial``, when at least one must). ``weight`` below 1 marks tool arguments;
+    ``phrase=False`` leaves the phrase bonus out (OpenSearch looks for the phrase in message text
+    only, not in tool arguments)."""
     seen = _Text.of(text)
     total = 0.0
     matched = 0
@@ -245,7 +253,7 @@ def score_text(
             return None
     if matched == 0:
         return None
-    if len(words) > 1:
+    if phrase and len(words) > 1:
         if f" {' '.join(phrase_words(raw_words))} " in seen.exact_joined:
             total += PHRASE_EXACT
         elif f" {' '.join(phrase_words(words))} " in seen.joined:
