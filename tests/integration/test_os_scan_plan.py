@@ -10,7 +10,7 @@ import random
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -199,7 +199,7 @@ def test_scoring_a_small_scope_here_ranks_like_the_index(
         )
 
 
-CASES = [
+CASES: list[dict[str, Any]] = [
     {"query": "reprot"},  # a typo
     {"query": "forcast ledgr"},  # two typos
     {"query": "Zurich cafe"},  # folded accents, a phrase
@@ -264,14 +264,16 @@ def test_a_session_over_the_limit_takes_the_index_path_then_goes_there_at_once(
     request = SessionQueryRequest(query="reprot", limit=50)  # one page, one word: no further ranking
     try:
         expected = _view(reference.search(request))
-        small = OpenSearchProvider(Scope.session("s-1"), target, client=spy, scan_max_rows=SCAN_LIMIT * 5)
+        small = OpenSearchProvider(
+            Scope.session("s-1"), target, client=cast(Any, spy), scan_max_rows=SCAN_LIMIT * 5
+        )
         small.search(request)
         assert [name for name, _ in spy.calls] == ["msearch"] and _scanned(spy.calls[0][1][3])
         spy.calls.clear()
         assert sum(1 for r in RECORDS if r.get("session_id") == BIG and r["kind"] == "event") > SCAN_LIMIT
         for attempt in range(2):
             big = OpenSearchProvider(
-                Scope.session(BIG), target, cursor_key=KEY, client=spy, scan_max_rows=SCAN_LIMIT
+                Scope.session(BIG), target, cursor_key=KEY, client=cast(Any, spy), scan_max_rows=SCAN_LIMIT
             )
             assert _view(big.search(request)) == expected
             names = [name for name, _ in spy.calls]
