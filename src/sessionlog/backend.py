@@ -136,8 +136,7 @@ class _CatchUp:
                 return  # nothing appended yet; a read command must not create the file
             if self._indexer is None:
                 self._indexer = embedded_runner(self.path)
-            while self._indexer.step():
-                pass
+            self._indexer.catch_up()
 
     def close(self) -> None:
         with self._lock:

@@ -248,7 +248,7 @@ def test_a_scope_over_the_limit_uses_the_index(db: Path) -> None:
             provider._conn.set_trace_callback(statements.append)
             assert provider.search(SessionQueryRequest(query="reprot")).matches
         assert any("e.text FROM events e" in s for s in statements) is scanned
-        assert any("temp.sl_hits" in s for s in statements) is not scanned
+        assert any("events_words MATCH" in s for s in statements) is not scanned
 
 
 def test_hints_are_the_page_words_within_the_typo_budget() -> None:

@@ -239,8 +239,7 @@ class ConsoleSource:
         try:
             if self._indexer is None:
                 self._indexer = self.backend.open_indexer()
-            while self._indexer.step():
-                pass
+            self._indexer.catch_up()
         except Exception as err:  # the indexer's typed errors; the catalog is still readable
             raise SourceUnavailable(f"cannot catch the projection up: {err}") from err
 

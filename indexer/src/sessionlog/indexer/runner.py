@@ -282,6 +282,20 @@ class Runner(PipelinedSteps):
         self._publish_now()
         return self.stats
 
+    def catch_up(self) -> int:
+        """Project what the log holds now, batch by batch, and return the records committed.
+
+        Unlike :meth:`run`, it never waits on an idle poll (a source's empty poll sleeps its poll
+        interval): readers that index on search call it before every read, and an idle log must
+        cost them a position check, not a poll interval. Raises indexer errors without retrying."""
+        moved = 0
+        while not self.source.caught_up():
+            consumed = self.step()
+            if not consumed:
+                break
+            moved += consumed
+        return moved
+
     def run_until_idle(self) -> RunStats:
         """Project everything written so far, then return the run's counters."""
         return self.run(until_idle=True)

@@ -34,6 +34,7 @@ from sessionlog.query.scoring import (
     is_compound,
     typo_match,
 )
+from sessionlog.query.sqlite_memo import Bounded
 
 __all__ = [
     "EXACT",
@@ -103,16 +104,27 @@ class WordArms:
         return not (self.compound or self.cjk)
 
     def expand(
-        self, conn: sqlite3.Connection, workspaces: Sequence[str], limit: int = MAX_EXPANSIONS
+        self,
+        conn: sqlite3.Connection,
+        workspaces: Sequence[str],
+        limit: int = MAX_EXPANSIONS,
+        known: Bounded[tuple[list[tuple[int, str]], bool]] | None = None,
     ) -> None:
-        """Find the typo candidates (this word's, or its parts')."""
+        """Find the typo candidates (this word's, or its parts'); ``known`` keeps those found
+        earlier on the same data."""
         if self.expanded:
             return
         self.expanded = True
         for part in self.parts:
-            part.expand(conn, workspaces, limit)
+            part.expand(conn, workspaces, limit, known)
         if self.budget:
-            self.expansions, self.complete = expansions(conn, self.text, workspaces, limit)
+            key = (self.text, tuple(workspaces), limit)
+            found = known.get(key) if known is not None else None
+            if found is None:
+                found = expansions(conn, self.text, workspaces, limit)
+                if known is not None:
+                    known.put(key, found)
+            self.expansions, self.complete = found
 
     def substring_tier(self) -> float:
         if not self.plain or len(self.text) < 3:

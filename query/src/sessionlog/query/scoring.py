@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from sessionlog.indexer.textfold import WORD_RE, fold, ident_tokens, is_cjk, mixed_key, word_tokens
@@ -146,13 +147,19 @@ class _Text:
     folded: list[str]
     folded_set: set[str]
     joined: str
-    idents: set[str]
+    folded_text: str
     exact_joined: str
     counts: dict[str, int] = field(default_factory=dict)
+    _idents: set[str] | None = None
 
     @classmethod
     def of(cls, text: str) -> _Text:
         lowered = text.lower()
+        if lowered.isascii():  # nothing to fold: the exact and folded tokens are the same
+            folded = word_tokens(lowered)
+            folded_set = set(folded)
+            joined = f" {' '.join(folded)} "
+            return cls(folded_set, folded, folded_set, joined, lowered, joined)
         exact = word_tokens(lowered)
         folded_text = fold(lowered)
         folded = word_tokens(folded_text)
@@ -161,15 +168,31 @@ class _Text:
             folded=folded,
             folded_set=set(folded),
             joined=f" {' '.join(folded)} ",
-            idents=set(ident_tokens(folded_text)),
+            folded_text=folded_text,
             exact_joined=f" {' '.join(exact)} ",
         )
+
+    @property
+    def idents(self) -> set[str]:
+        """The identifier tokens (read only for identifier query words)."""
+        if self._idents is None:
+            self._idents = set(ident_tokens(self.folded_text))
+        return self._idents
 
     def count(self, word: str) -> int:
         if not self.counts:
             for token in self.folded:
                 self.counts[token] = self.counts.get(token, 0) + 1
         return self.counts.get(word, 0)
+
+    def closest(self, word: str, budget: int) -> int | None:
+        """The fewest edits from ``word`` to a token of the text within ``budget`` (digit rule
+        included), else ``None``."""
+        if mixed_key(word) is None:  # plain OSA distance: compared in C
+            found = process.extractOne(word, self.folded_set, scorer=OSA.distance, score_cutoff=budget)
+            return None if found is None else int(found[1])
+        distances = [d for t in self.folded_set if (d := typo_match(word, t, budget)) is not None]
+        return min(distances) if distances else None
 
 
 def _plain_tier(raw: str, word: str, text: _Text, last: bool) -> float:
@@ -184,9 +207,9 @@ def _plain_tier(raw: str, word: str, text: _Text, last: bool) -> float:
             return best
     budget = fuzzy_budget(word)
     if budget and best < TIER_FUZZY:
-        distances = [d for t in text.folded_set if (d := typo_match(word, t, budget)) is not None]
-        if distances:
-            best = max(best, fuzzy_tier(min(distances)))
+        distance = text.closest(word, budget)
+        if distance is not None:
+            best = max(best, fuzzy_tier(distance))
     if not best and len(word) >= 3 and word in text.joined:
         return TIER_SUBSTRING
     return best

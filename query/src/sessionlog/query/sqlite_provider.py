@@ -51,6 +51,8 @@ from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
 from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
+from sessionlog.query.sqlite_hits import Hits, create_instances
+from sessionlog.query.sqlite_memo import SnapshotMemo
 from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, page_hints, scan_rank
 
 __all__ = [
@@ -87,6 +89,7 @@ class SQLiteEngine:
         self.scan_max_rows = check_int(scan_max_rows, "scan_max_rows", 0, 100_000)
         self.file = file
         self._deadline: Deadline | None = None
+        self._memo = SnapshotMemo()
 
     @property
     def path(self) -> os.PathLike[str]:
@@ -99,12 +102,14 @@ class SQLiteEngine:
         self.file.catch_up(deadline)
         with self.file.snapshot(deadline) as conn:
             self._deadline = deadline
+            self._memo.check((id(conn), conn.execute("PRAGMA data_version").fetchone()[0]))
             corpus = self._count(conn, query.plan, query.session_id, query.live_topic)
             return EnginePage(corpus, self._page(conn, query))
 
     def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
         with self.file.snapshot(deadline) as conn:
             self._deadline = deadline
+            self._memo.check((id(conn), conn.execute("PRAGMA data_version").fetchone()[0]))
             return self._page(conn, query)
 
     def _check_deadline(self) -> None:
@@ -136,6 +141,22 @@ class SQLiteEngine:
         position in the log (the watermark of the live merge)."""
         scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
         filter_sql, filter_params = ranking.filter_where(plan)
+        key = (filter_sql, *filter_params, session_id, live_topic)
+        known = self._memo.counts.get(key)
+        if known is not None:
+            return known
+        where = (scope_sql, scope_params), (filter_sql, filter_params)
+        return self._memo.counts.put(key, self._count_now(conn, session_id, live_topic, *where))
+
+    def _count_now(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str | None,
+        live_topic: str | None,
+        scope: tuple[str, list[Any]],
+        filters: tuple[str, list[Any]],
+    ) -> Corpus:
+        (scope_sql, scope_params), (filter_sql, filter_params) = scope, filters
         row = conn.execute(
             f"SELECT count(*), coalesce(max(e.log_offset), 0), coalesce(sum({filter_sql}), 0) "
             f"FROM events e WHERE {scope_sql}",
@@ -211,24 +232,29 @@ class SQLiteEngine:
 
         Tier by tier: whole words first; typo and substring hits are looked up only when the page
         could still hold an entry that needs them (its best possible score would reach the page's
-        last one). Hits accumulate in ``temp.sl_hits`` (rolled back with the read transaction), and
-        the keys do not depend on the phase, so cursor pages stay consistent."""
+        last one). Hits accumulate phase by phase (:class:`~sessionlog.query.sqlite_ranking.Hits`),
+        and the keys do not depend on the phase, so cursor pages stay consistent."""
         need = offset + size
         last = len(plan.words) - 1
         words = [WordArms(word, last=i == last) for i, word in enumerate(plan.words)]
         ceiling = (PHRASE_EXACT if len(words) > 1 else 0.0) + max_bonus(plan.words)
         workspaces = arms_of.scope_workspaces(conn, self.scope.kind, self.scope.ids)
-        conn.execute("DELETE FROM temp.sl_hits")
+        memo = self._memo.scores((plan.raw_words, plan.words, partial))
+        filter_sql, filter_params = ranking.filter_where(plan)
+        placed = self._memo.placed((filter_sql, *filter_params, session_id))
+        hits = Hits(words)
         top: list[tuple[int, float]] = []
         for phase in arms_of.PHASES:
             if phase == arms_of.TYPO:
                 for word in words:
-                    word.expand(conn, workspaces, self.max_expansions)
+                    word.expand(conn, workspaces, self.max_expansions, self._memo.expansions)
             if phase != arms_of.EXACT and not any(w.has(phase) for w in words):
                 continue
-            ranking.insert_hits(conn, words, phase)
-            candidates = ranking.candidates(conn, self.scope, plan, len(words), session_id, partial)
-            top = ranking.exact_top(conn, candidates, plan, partial, need, self._check_deadline)
+            hits.add(conn, phase)
+            self._check_deadline()
+            ranking.place(conn, self.scope, plan, session_id, hits.entries(partial), placed)
+            candidates = ranking.candidates(hits, partial, placed)
+            top = ranking.exact_top(conn, candidates, plan, partial, need, self._check_deadline, memo)
             # Best score of an entry outside this phase's candidates: one word at a later tier.
             outside = max((w.best_after(phase) + (len(words) - 1) * TIER_EXACT for w in words), default=0.0)
             final = not any(w.best_after(phase) for w in words)
@@ -287,12 +313,9 @@ class SQLiteEngine:
 
 
 def prepare_connection(conn: sqlite3.Connection) -> None:
-    """The embedded engine's per-connection state (a temporary table of index hits)."""
+    """The embedded engine's per-connection state (the index's token instances)."""
     conn.execute("PRAGMA temp_store = MEMORY")
-    # The index hits of one search, phase by phase (private to this connection).
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS sl_hits (rid INTEGER NOT NULL, w INTEGER NOT NULL, v REAL NOT NULL)"
-    )
+    create_instances(conn)
 
 
 def sqlite_engine(

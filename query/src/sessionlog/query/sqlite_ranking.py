@@ -1,52 +1,46 @@
 """The SQL pieces of the embedded search and its exact top-k, for
 :class:`~sessionlog.query.sqlite_provider.SQLiteEngine`.
 
-The scope and filter conditions every statement carries, the index hits of a phase into
-``temp.sl_hits``, the candidates those hits make (each with an upper bound of its score), and the
-exact top of the ranking scored from the candidates in bound order until no remaining bound can
-reach the page.
+The scope and filter conditions every statement carries, the candidates that the index hits
+(:class:`~sessionlog.query.sqlite_hits.Hits`) make, each with an upper bound of its score, and
+the exact top of the ranking scored from the candidates in bound order until no remaining bound
+can reach the page.
 """
 
 from __future__ import annotations
 
 import heapq
 import sqlite3
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from sessionlog.indexer.sqlite_rows import time_us
-from sessionlog.query import candidates as arms_of
 from sessionlog.query.builder import QueryPlan
-from sessionlog.query.candidates import WordArms
 from sessionlog.query.scope import Scope
-from sessionlog.query.scoring import PHRASE_EXACT, max_bonus, phrase_words, score_text
+from sessionlog.query.scoring import score_text
+from sessionlog.query.sqlite_hits import Hits
 from sessionlog.query.sqlite_scan import ARGS_WEIGHT
 
 __all__ = [
     "EPSILON",
     "Candidate",
+    "Placed",
     "below",
     "candidates",
     "exact_top",
     "filter_where",
-    "insert_hits",
+    "place",
     "scope_where",
 ]
 
 #: Slack in score comparisons (floating-point sums of tiers).
 EPSILON: Final = 1e-9
+_CHUNK: Final = 500  # rids per ``IN`` list
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """An entry the index lookups found: its score bound and its place among equal bounds."""
-
-    rid: int
-    seq: int
-    session_id: str
-    bound: float
-    tiebreak: float
+#: An entry the index lookups found, as its sort key: (-bound, -seq, session id, rid). Sorted
+#: natively: by score bound, then recency, then session.
+Candidate = tuple[float, int, str, int]
 
 
 def scope_where(scope: Scope, session_id: str | None) -> tuple[str, list[Any]]:
@@ -80,46 +74,53 @@ def filter_where(plan: QueryPlan) -> tuple[str, list[Any]]:
     return sql, params
 
 
-def insert_hits(conn: sqlite3.Connection, words: Sequence[WordArms], phase: int) -> None:
-    """Add the index hits of ``phase``'s arms: ``(rid, word number, tier bound)``. The phrase
-    arm (word number -1) comes with the first phase."""
-    arms: list[str] = []
-    params: list[Any] = []
-    for i, word in enumerate(words):
-        for arm in word.arms(phase):
-            arms.append(f"SELECT rowid, {i}, {arm.tier} FROM ({arm.sql})")
-            params.extend(arm.params)
-    if phase == arms_of.EXACT and len(words) > 1:
-        arms.append(f"SELECT rowid, -1, {PHRASE_EXACT} FROM events_tri WHERE events_tri MATCH ?")
-        params.append(arms_of.phrase(" ".join(phrase_words([w.text for w in words]))))
-    if arms:
-        conn.execute(f"INSERT INTO temp.sl_hits (rid, w, v) {' UNION ALL '.join(arms)}", params)
+#: An entry's sort fields (seq, session id) and whether its text is tool arguments, or ``None``
+#: when it is out of the scope or filters.
+Placed = tuple[int, str, bool] | None
 
 
-def candidates(
-    conn: sqlite3.Connection, scope: Scope, plan: QueryPlan, n: int, session_id: str | None, partial: bool
-) -> list[Candidate]:
-    """Candidates of the hits so far, in (bound, tiebreak, seq, session) order: the best hit per
-    word and entry, all ``n`` words present (or, ``partial``, any), then the scope and kind
-    filters by primary key."""
-    best = ", ".join(f"max(CASE WHEN w = {i} THEN v END) AS m{i}" for i in range(n))
-    present = " + ".join(f"max(w = {i})" for i in range(n))
-    tiers = " + ".join(f"coalesce(m{i}, 0)" for i in range(n))
+def place(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    plan: QueryPlan,
+    session_id: str | None,
+    rids: Iterable[int],
+    known: dict[int, Placed],
+) -> None:
+    """Look up the entries of ``rids`` that ``known`` does not hold yet: their sort fields when
+    they are in the scope and pass the filters, else ``None``."""
+    unknown = [rid for rid in rids if rid not in known]
+    if not unknown:
+        return
     scope_sql, scope_params = scope_where(scope, session_id)
     filter_sql, filter_params = filter_where(plan)
-    bonus = max_bonus(plan.words)
-    sql = (
-        f"WITH cand AS (SELECT rid, {best}, max(CASE WHEN w < 0 THEN v ELSE 0 END) AS ph "
-        f"FROM temp.sl_hits GROUP BY rid HAVING {present} {'>= 1' if partial else f'= {n}'}) "
-        f"SELECT e.rid, e.seq, e.session_id, ({tiers}) + c.ph + {bonus} AS bound, 0.0 AS tb "
-        "FROM cand c CROSS JOIN events e ON e.rid = c.rid "
-        f"WHERE {scope_sql} AND {filter_sql} "
-        "ORDER BY bound DESC, e.seq DESC, e.session_id ASC"
-    )
-    return [
-        Candidate(int(r[0]), int(r[1]), str(r[2]), float(r[3]), float(r[4]))
-        for r in conn.execute(sql, [*scope_params, *filter_params])
-    ]
+    for start in range(0, len(unknown), _CHUNK):
+        chunk = unknown[start : start + _CHUNK]
+        known.update(dict.fromkeys(chunk))
+        marks = ",".join("?" * len(chunk))
+        known.update(
+            (int(rid), (int(seq), str(sid), kind == "tool/call"))
+            for rid, seq, sid, kind in conn.execute(
+                # By rowid: the planner would rather scan the scope's whole workspace index.
+                f"SELECT e.rid, e.seq, e.session_id, e.type FROM events e NOT INDEXED "
+                f"WHERE e.rid IN ({marks}) AND {scope_sql} AND {filter_sql}",
+                [*chunk, *scope_params, *filter_params],
+            )
+        )
+
+
+def candidates(hits: Hits, partial: bool, known: dict[int, Placed]) -> list[Candidate]:
+    """Candidates of the hits so far (placed by :func:`place`), in (bound, seq descending,
+    session) order: all words present (or, ``partial``, any), in the scope and filters."""
+    out = []
+    bound = hits.bound
+    for rid in hits.entries(partial):
+        placed = known[rid]
+        if placed is not None:
+            seq, session_id, args = placed
+            out.append((-bound(rid, args), -seq, session_id, rid))
+    out.sort()
+    return out
 
 
 def exact_top(
@@ -129,14 +130,18 @@ def exact_top(
     partial: bool,
     need: int,
     check_deadline: Callable[[], None],
+    memo: dict[int, float | None] | None = None,
 ) -> list[tuple[int, float]]:
-    """Score candidates in (bound, tiebreak, seq) order until none left can enter the top ``need``.
+    """Score candidates in (bound, seq) order until none left can enter the top ``need``.
 
-    A candidate's key is (exact score, tiebreak, seq); its score is at most its bound, so once the
-    next candidate's (bound, tiebreak, seq) is below the ``need``-th best key, no later one can
-    enter. Only the texts of the candidates read before that point are scored."""
-    best: list[tuple[float, float, int]] = []  # min-heap of the top ``need`` keys so far
-    scored: list[tuple[float, float, int, str, int]] = []
+    A candidate's key is (exact score, seq); its score is at most its bound, so once the next
+    candidate's (bound, seq) is below the ``need``-th best key, no later one can enter. Only the
+    texts of the candidates read before that point are scored. ``memo`` holds the scores
+    (``None``: no match) of this query already computed on the same data (rid → score): later
+    phases, and the next page, re-rank many of the same candidates."""
+    memo = {} if memo is None else memo
+    best: list[tuple[float, int]] = []  # min-heap of the top ``need`` keys so far
+    scored: list[tuple[float, int, str, int]] = []
     i, chunk = 0, max(16, 2 * need)
     while i < len(candidates):
         if len(best) >= need and below(candidates[i], best[0]):
@@ -145,33 +150,33 @@ def exact_top(
         batch = candidates[i : i + chunk]
         i += len(batch)
         chunk = min(chunk * 2, 2000)
-        marks = ",".join("?" * len(batch))
-        texts = {
-            int(rid): (kind, text)
+        unknown = [rid for _, _, _, rid in batch if rid not in memo]
+        if unknown:
+            marks = ",".join("?" * len(unknown))
             for rid, kind, text in conn.execute(
-                f"SELECT rid, type, text FROM events WHERE rid IN ({marks})", [c.rid for c in batch]
-            )
-        }
-        for cand in batch:
-            kind, text = texts[cand.rid]
-            weight = ARGS_WEIGHT if kind == "tool/call" else 1.0
-            score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
+                f"SELECT rid, type, text FROM events WHERE rid IN ({marks})", unknown
+            ):
+                weight = ARGS_WEIGHT if kind == "tool/call" else 1.0
+                memo[int(rid)] = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
+        for _, neg_seq, session_id, rid in batch:
+            score = memo[rid]
             if score is None:
                 continue
-            scored.append((score, cand.tiebreak, cand.seq, cand.session_id, cand.rid))
-            key = (score, cand.tiebreak, cand.seq)
+            scored.append((-score, neg_seq, session_id, rid))
+            key = (score, -neg_seq)
             if len(best) < need:
                 heapq.heappush(best, key)
             elif key > best[0]:
                 heapq.heapreplace(best, key)
-    scored.sort(key=lambda t: (-t[0], -t[1], -t[2], t[3]))
-    return [(rid, score) for score, _, _, _, rid in scored[:need]]
+    scored.sort()
+    return [(rid, -neg_score) for neg_score, _, _, rid in scored[:need]]
 
 
-def below(cand: Candidate, kth: tuple[float, float, int]) -> bool:
+def below(cand: Candidate, kth: tuple[float, int]) -> bool:
     """Whether ``cand`` (and so every later candidate) cannot beat the ``kth`` best key."""
-    if cand.bound < kth[0] - EPSILON:
+    bound = -cand[0]
+    if bound < kth[0] - EPSILON:
         return True
-    if cand.bound > kth[0] + EPSILON:
+    if bound > kth[0] + EPSILON:
         return False
-    return (cand.tiebreak, cand.seq) < (kth[1], kth[2])
+    return -cand[1] < kth[1]

@@ -1,0 +1,85 @@
+"""What the embedded engine may reuse between calls while the file's data stays the same. Pure
+(the caller reads ``PRAGMA data_version``).
+
+A search pays for the scope's count, each query word's typo candidates and each candidate's exact
+score; the provider core then often asks the same engine again on the same data: the closest
+matches after a search without full matches, the window of readings, the next page. SQLite's
+``data_version`` of a connection changes when another connection commits, and the engine's
+connection only reads, so everything kept here is dropped at the first write and never reused
+after one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Final, Generic, TypeVar
+
+from sessionlog.query.engine import Corpus
+
+__all__ = ["Bounded", "SnapshotMemo"]
+
+V = TypeVar("V")
+
+
+class Bounded(Generic[V]):
+    """A small map that forgets its oldest keys past ``size`` entries."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: dict[Hashable, V] = {}
+
+    def get(self, key: Hashable) -> V | None:
+        return self._items.get(key)
+
+    def put(self, key: Hashable, value: V) -> V:
+        self._items.pop(key, None)
+        self._items[key] = value
+        while len(self._items) > self.size:
+            del self._items[next(iter(self._items))]
+        return value
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+#: Queries whose scores are kept (a search asks for full matches, then closest ones).
+SCORED_QUERIES: Final = 4
+#: Scores kept per query (a few MB at most).
+SCORES_MAX: Final = 200_000
+#: Entries placed (in or out of the scope) kept per filter set.
+PLACED_MAX: Final = 500_000
+
+
+class SnapshotMemo:
+    """Counts, typo candidates, placed entries and scores computed on one version of the data."""
+
+    def __init__(self) -> None:
+        self._data: Hashable = None
+        self.counts: Bounded[Corpus] = Bounded(64)
+        self.expansions: Bounded[tuple[list[tuple[int, str]], bool]] = Bounded(256)
+        self._scores: Bounded[dict[int, float | None]] = Bounded(SCORED_QUERIES)
+        self._placed: Bounded[dict[int, tuple[int, str, bool] | None]] = Bounded(SCORED_QUERIES)
+
+    def check(self, data: Hashable) -> None:
+        """Drop everything when ``data`` (the connection and its ``data_version``) changed."""
+        if data != self._data:
+            self._data = data
+            self.counts.clear()
+            self.expansions.clear()
+            self._scores.clear()
+            self._placed.clear()
+
+    def scores(self, query: Hashable) -> dict[int, float | None]:
+        """The scores of ``query`` computed so far (rid → score, ``None``: no match)."""
+        memo = self._scores.get(query)
+        if memo is None or len(memo) > SCORES_MAX:
+            memo = {}
+        return self._scores.put(query, memo)
+
+    def placed(self, filters: Hashable) -> dict[int, tuple[int, str, bool] | None]:
+        """Entries looked up under ``filters`` so far (rid → (seq, session id, whether the text is
+        tool arguments), ``None``: out of the scope or filters)."""
+        memo = self._placed.get(filters)
+        if memo is None or len(memo) > PLACED_MAX:
+            memo = {}
+        return self._placed.put(filters, memo)

@@ -1,0 +1,95 @@
+"""What the embedded engine reuses between calls (counts, typo candidates, placed entries,
+scores) is dropped as soon as another connection commits, and an idle catch-up never waits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sessionlog.backend import Backend
+from sessionlog.indexer.embedded import embedded_runner
+from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from sessionlog.query import Scope, SessionQueryRequest
+from sessionlog.query.engine import Corpus
+from sessionlog.query.sqlite_memo import Bounded, SnapshotMemo
+from sessionlog.query.sqlite_provider import SQLiteProvider
+
+T0 = datetime(2026, 11, 4, tzinfo=UTC)
+
+
+def _event(session: str, seq: int, text: str, ws: str = "ws-a") -> dict[str, Any]:
+    return {
+        "v": 1, "kind": "event", "workspace_id": ws, "session_id": session, "seq": seq,
+        "type": "user/message", "time": (T0 + timedelta(seconds=seq)).isoformat(), "text": text,
+        "surface": {"op": "append"},
+    }  # fmt: skip
+
+
+def _header(session: str, ws: str = "ws-a") -> dict[str, Any]:
+    return {"v": 1, "kind": "header", "workspace_id": ws, "session_id": session, "created_at": T0.isoformat()}
+
+
+def _index(path: Path) -> None:
+    with embedded_runner(path) as indexer:
+        indexer.run_until_idle()
+
+
+def test_bounded_forgets_the_oldest_and_a_new_data_version_forgets_everything() -> None:
+    bounded: Bounded[int] = Bounded(2)
+    bounded.put("a", 1)
+    bounded.put("b", 2)
+    bounded.put("a", 3)  # refreshed: now the newest
+    bounded.put("c", 4)
+    assert (bounded.get("a"), bounded.get("b"), bounded.get("c")) == (3, None, 4)
+    memo = SnapshotMemo()
+    memo.check((1, 7))
+    memo.scores("q")[5] = 1.5
+    memo.placed("f")[5] = (1, "s", False)
+    memo.counts.put("k", Corpus(1, 1, 1, True, {}))
+    memo.check((1, 7))
+    assert memo.scores("q") == {5: 1.5} and memo.placed("f") and memo.counts.get("k") is not None
+    memo.check((1, 8))
+    assert memo.scores("q") == {} and memo.placed("f") == {} and memo.counts.get("k") is None
+
+
+def test_a_write_by_another_connection_is_seen_by_the_next_search(tmp_path: Path) -> None:
+    path = tmp_path / "memo.db"
+    with SQLiteEntryLog(path) as log:
+        log.append_many([_header("s-1"), *(_event("s-1", i, f"ledger entry {i} ledger") for i in range(30))])
+    _index(path)
+    request = SessionQueryRequest(query="ledger", limit=5)
+    typo = SessionQueryRequest(query="ledgr entry", limit=5)
+    # scan_max_rows=0: the index path, which keeps counts, candidates and scores between calls.
+    with SQLiteProvider(Scope.workspace("ws-a"), path, scan_max_rows=0) as provider:
+        first = provider.search(request)
+        assert first.searched == 30 and len(first.matches) == 5
+        assert provider.search(typo).matches
+        with SQLiteEntryLog(path) as log:
+            log.append_many(
+                [_header("s-2"), *(_event("s-2", 100 + i, "ledger ledger ledger ledgers") for i in range(3))]
+            )
+        _index(path)
+        second = provider.search(request)
+        assert second.searched == 33
+        # Three occurrences outrank two: the new entries come first, scored afresh.
+        assert [m.session_id for m in second.matches[:3]] == ["s-2"] * 3
+        assert second.matches[0].score > first.matches[0].score
+        assert provider.search(typo).searched == 33
+
+
+def test_an_idle_catch_up_does_not_wait_for_a_poll_interval(tmp_path: Path) -> None:
+    path = tmp_path / "idle.db"
+    with SQLiteEntryLog(path) as log:
+        log.append_many([_header("s-1"), _event("s-1", 0, "hello")])
+    slept: list[float] = []
+    with embedded_runner(path, sleep=slept.append) as indexer:
+        assert indexer.catch_up() == 2
+        assert indexer.catch_up() == 0
+        with SQLiteEntryLog(path) as log:
+            log.append(_event("s-1", 1, "again"))
+        assert indexer.catch_up() == 1
+    assert slept == []
+    # The backend's providers catch up before each read the same way.
+    with Backend.embedded(path).open_provider(Scope.workspace("ws-a")) as provider:
+        assert provider.search(SessionQueryRequest(query="again")).matches
