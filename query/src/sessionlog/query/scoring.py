@@ -191,7 +191,10 @@ class _Text:
         if mixed_key(word) is None:  # plain OSA distance: compared in C
             found = process.extractOne(word, self.folded_set, scorer=OSA.distance, score_cutoff=budget)
             return None if found is None else int(found[1])
-        distances = [d for t in self.folded_set if (d := typo_match(word, t, budget)) is not None]
+        # A token of letters only has no digit skeleton: never a neighbour of a word with digits.
+        distances = [
+            d for t in self.folded_set if not t.isalpha() and (d := typo_match(word, t, budget)) is not None
+        ]
         return min(distances) if distances else None
 
 
