@@ -213,18 +213,24 @@ class Backend:
         )
 
     # -- factories ------------------------------------------------------------------------------
-    def open_log(self) -> EntryLog:
-        """The entry log agents append to (the Kafka topic is created if missing)."""
+    def open_log(self, *, live: bool = True) -> EntryLog:
+        """The entry log agents append to (the Kafka topic is created if missing). ``live=False``
+        keeps no live view of the appended entries: for a process that appends and exits (the
+        bulk ``append`` command), whose own searches would never read them."""
         if self.name == "embedded":
             from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 
-            return SQLiteEntryLog(self.sqlite_path)
+            return SQLiteEntryLog(self.sqlite_path, live_max_per_session=2_000 if live else 0)
         from sessionlog.ingest.appender import Appender
+        from sessionlog.ingest.settings import AppenderSettings
         from sessionlog.ingest.topics import ensure_topics
 
         assert self.kafka is not None
         ensure_topics(self.kafka)
-        return Appender(self.kafka)
+        options = settings_from_env(AppenderSettings)
+        if not live:
+            options = options.model_copy(update={"live_max_per_session": 0})
+        return Appender(self.kafka, options)
 
     def open_indexer(self, *, metrics_port: int | None = None) -> Runner:
         """The runner that keeps the projection current (``run(until_idle=True)`` to catch up)."""
@@ -312,8 +318,8 @@ def current_backend() -> Backend:
     return Backend.from_env()
 
 
-def open_log(backend: Backend | None = None) -> EntryLog:
-    return (backend or current_backend()).open_log()
+def open_log(backend: Backend | None = None, *, live: bool = True) -> EntryLog:
+    return (backend or current_backend()).open_log(live=live)
 
 
 def open_indexer(backend: Backend | None = None, *, metrics_port: int | None = None) -> Runner:

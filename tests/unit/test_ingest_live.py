@@ -64,3 +64,21 @@ def test_disabled_live_log_keeps_nothing() -> None:
     live = LiveLog(max_per_session=0)
     live.add(ev("a", 0))
     assert live.live_sessions() == []
+    live.acknowledged_many([("a", 0, 0, 1)])
+    assert len(live) == 0 and live.release_through(0, 10) == 0
+
+
+def test_the_oldest_is_the_lowest_seq_whatever_the_order_of_appends() -> None:
+    live = LiveLog(max_per_session=3)
+    for seq in (5, 6, 7, 8):  # in order: the first kept is the lowest
+        live.add(ev("a", seq))
+    assert [e.seq for e in live.live_events("a")] == [6, 7, 8]
+    live.add(ev("a", 7))  # a replacement keeps the order
+    live.add(ev("a", 9))
+    assert [e.seq for e in live.live_events("a")] == [7, 8, 9]
+    for seq in (20, 2, 15):  # out of order: the lowest still goes first
+        live.add(ev("b", seq))
+    live.add(ev("b", 10))
+    assert [e.seq for e in live.live_events("b")] == [10, 15, 20]
+    live.add(ev("b", 1))
+    assert [e.seq for e in live.live_events("b")] == [10, 15, 20]  # the new one was the oldest

@@ -70,6 +70,34 @@ def test_append_many_is_validated_first_and_committed_whole(tmp_path: Path) -> N
         assert [h.result().offset for h in handles] == [1, 2]
 
 
+def test_batch_offsets_match_the_rows_across_processes_batches_and_raw_appends(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    with SQLiteEntryLog(path) as first, SQLiteEntryLog(path, live_max_per_session=0) as second:
+        handles = first.append_many([_event("a", seq) for seq in range(3)])
+        handles += second.append_many([_event("b", seq) for seq in range(4)])
+        handles.append(first.append(_event("a", 3)))
+        raw = second.append_raw(b"x", b"{}")
+        handles += first.append_many([_event("c", 0), _event("a", 4)])
+        assert not second.live.live_sessions()  # no live view kept: nothing to read back
+        assert sorted(first.live.live_sessions()) == ["a", "c"]
+    rows = _rows(path)
+    by_offset = {o: (sid, orjson.loads(value or b"{}").get("seq")) for o, sid, _, value in rows}
+    assert raw.offset == 9 and by_offset[9] == ("x", None)
+    expected = [
+        ("a", 0),
+        ("a", 1),
+        ("a", 2),
+        ("b", 0),
+        ("b", 1),
+        ("b", 2),
+        ("b", 3),
+        ("a", 3),
+        ("c", 0),
+        ("a", 4),
+    ]
+    assert [by_offset[h.result().offset] for h in handles] == expected
+
+
 def test_raw_appends_keep_any_bytes(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     with SQLiteEntryLog(path) as log:

@@ -10,7 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionlog.indexer.document import events_template_body
-from sessionlog.indexer.textfold import CJK_RANGES, WORD_RE, fold, fold_with_offsets, words
+from sessionlog.indexer.textfold import (
+    CJK_RANGES,
+    IDENT_RE,
+    WORD_RE,
+    fold,
+    fold_with_offsets,
+    ident_tokens,
+    word_tokens,
+    words,
+)
 
 
 @pytest.mark.parametrize(
@@ -87,6 +96,14 @@ def test_fold_with_offsets_agrees_with_fold(text: str) -> None:
 def test_ascii_folding_is_lowercasing(text: str) -> None:
     assert fold(text) == text.lower()
     assert fold_with_offsets(text) == (text.lower(), list(range(len(text))))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(codec="ascii")) | st.text(alphabet="ab_.:-9 Zé東\u0301"))
+def test_the_ascii_fast_paths_split_like_the_unicode_patterns(text: str) -> None:
+    folded = fold(text)
+    assert word_tokens(folded) == WORD_RE.findall(folded)
+    assert ident_tokens(folded) == IDENT_RE.findall(folded)
 
 
 # -- words ------------------------------------------------------------------------------------------

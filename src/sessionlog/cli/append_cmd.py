@@ -127,7 +127,7 @@ def append(
         with ExitStack() as stack:
             if source != "-":
                 stack.enter_context(stream)
-            log: Any = stack.enter_context(open_log())
+            log: Any = stack.enter_context(open_log(live=False))  # appends and exits: no reader here
             meter = Meter(stack, "appending", size)
             batch: list[tuple[int, HeaderRecord | EventRecord]] = []
             batch_bytes = done_bytes = 0

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from sessionlog.indexer.textfold import IDENT_RE, WORD_RE, cjk_grams, fold, is_cjk
+from sessionlog.indexer.textfold import cjk_grams, fold, ident_tokens, is_cjk, word_tokens
 
 __all__ = ["MAX_TERM_CHARS", "TextRows", "index_tokens", "text_rows", "time_us"]
 
@@ -21,7 +21,7 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 def index_tokens(text: str) -> list[str]:
     """The folded words of ``text`` in order, exactly as :func:`sessionlog.query.scoring.score_text`
     sees them (``fold(text.lower())`` split on non-word characters)."""
-    return WORD_RE.findall(fold(text.lower()))
+    return word_tokens(fold(text.lower()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +38,9 @@ def text_rows(text: str) -> TextRows:
     """The bodies of an event's ``events_words``/``events_tri``, ``events_ident`` and ``events_cjk``
     rows (deterministic: a contentless row is deleted by writing the same body again)."""
     folded = fold(text.lower())
-    tokens = WORD_RE.findall(folded)  # index_tokens(text), without folding the text twice
-    idents = list(dict.fromkeys(IDENT_RE.findall(folded)))
-    runs = [t for t in tokens if is_cjk(t)]
+    tokens = word_tokens(folded)  # index_tokens(text), without folding the text twice
+    idents = list(dict.fromkeys(ident_tokens(folded)))
+    runs = [] if folded.isascii() else [t for t in tokens if is_cjk(t)]
     cjk = ""
     if runs:
         singles = dict.fromkeys(ch for run in runs for ch in run)

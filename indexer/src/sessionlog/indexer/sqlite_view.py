@@ -9,7 +9,8 @@ transaction when there is one: the embedded runner stores its read position in t
 transaction as the documents (exactly-once effect).
 
 The tables it writes (the read model) are described in :mod:`sessionlog.indexer.sqlite_schema`;
-what an event's text becomes in them is :mod:`sessionlog.indexer.sqlite_rows`.
+what an event's text becomes in them is :mod:`sessionlog.indexer.sqlite_rows`; event creates (a
+run of them in one statement) and the full-text rows are :mod:`sessionlog.indexer.sqlite_event_writes`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
-from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc, text_field
+from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc
+from sessionlog.indexer.sqlite_event_writes import EventWrites
 from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, index_tokens, text_rows, time_us
 from sessionlog.indexer.sqlite_schema import clear_projection, ensure_view_schema
 from sessionlog.indexer.translate import sqlite_edge, sqlite_error
@@ -52,7 +54,7 @@ _KNOWN_TERMS_MAX: Final = 500_000
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
 
 
-class SQLiteView(ViewWrites):
+class SQLiteView(EventWrites, ViewWrites):
     """The event and session documents of one SQLite file, and their full-text indexes."""
 
     def __init__(
@@ -129,8 +131,18 @@ class SQLiteView(ViewWrites):
         results: list[WriteResult] = []
         staged: list[tuple[int, str, TextRows]] = []
         with sqlite_edge("embedded projection write"), self.transaction():
-            for action in actions:
-                results.append(self._apply_one(action, staged))
+            at = 0
+            while at < len(actions):
+                end = at
+                while end < len(actions) and actions[end].target == "events" and actions[end].op == "create":
+                    end += 1
+                created = self._create_events(actions[at:end], staged) if end - at > 1 else None
+                if created is not None:
+                    results.extend(created)
+                    at = end
+                else:
+                    results.append(self._apply_one(actions[at], staged))
+                    at += 1
             self._index_text(staged)
         return results
 
@@ -169,69 +181,6 @@ class SQLiteView(ViewWrites):
         with suppress(sqlite3.Error):
             self.conn.execute("ROLLBACK TO item")
             self.conn.execute("RELEASE item")
-
-    def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> WriteResult:
-        body = action.body
-        text = str(body.get(text_field(body["type"])) or "")
-        cursor = self.conn.execute(
-            "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
-            "has_text, surface_state, content_hash, log_offset, text, doc) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id) DO NOTHING",
-            (
-                action.doc_id, body["workspace_id"], body["session_id"], int(body["seq"]), body["type"],
-                time_us(body["time"]), body.get("tool_name"), 1 if body.get("has_text") else 0,
-                body["surface_state"], body["content_hash"], int(body.get("offset") or 0), text,
-                pack_event_doc(body),
-            ),
-        )  # fmt: skip
-        if cursor.rowcount == 0:
-            return WriteResult(action, Outcome.REPLAY)  # exists: ViewWrites.write tells replay from conflict
-        # The full-text rows are written for the whole bulk at once (_index_text), last.
-        staged.append((int(cursor.lastrowid or 0), str(body["workspace_id"]), text_rows(text)))
-        return WriteResult(action, Outcome.CREATED)
-
-    def _index_text(self, staged: list[tuple[int, str, TextRows]]) -> None:
-        """The full-text rows of the events created by one bulk, and their workspaces' new terms."""
-        if not staged:
-            return
-        words = [(rid, rows.words) for rid, _, rows in staged]
-        self.conn.executemany("INSERT INTO events_words (rowid, body) VALUES (?, ?)", words)
-        self.conn.executemany(
-            "INSERT INTO events_tri (rowid, body) VALUES (?, ?)", [(rid, f" {body} ") for rid, body in words]
-        )
-        self.conn.executemany(
-            "INSERT INTO events_ident (rowid, body) VALUES (?, ?)",
-            [(rid, rows.idents) for rid, _, rows in staged if rows.idents],
-        )
-        self.conn.executemany(
-            "INSERT INTO events_cjk (rowid, body) VALUES (?, ?)",
-            [(rid, rows.cjk) for rid, _, rows in staged if rows.cjk],
-        )
-        self._add_terms({(ws, token) for _, ws, rows in staged for token in rows.tokens})
-
-    def _add_terms(self, terms: Iterable[tuple[str, str]]) -> None:
-        """Add unseen ``(workspace, term)`` pairs to the vocabulary (``vocab`` and ``vocab_tri``), a
-        few statements per thousands of terms."""
-        new = [
-            pair
-            for pair in set(terms)
-            if len(pair[1]) <= MAX_TERM_CHARS
-            and pair not in self._known_terms
-            and pair not in self._pending_terms
-        ]
-        for start in range(0, len(new), 5000):
-            chunk = new[start : start + 5000]
-            rows = self.conn.execute(
-                "INSERT INTO vocab (ws, term, len, rterm) "
-                "SELECT value ->> 0, value ->> 1, length(value ->> 1), value ->> 2 FROM json_each(?) "
-                "WHERE true ON CONFLICT DO NOTHING RETURNING tid, term",
-                (orjson.dumps([[ws, t, t[::-1]] for ws, t in chunk]),),
-            ).fetchall()
-            self.conn.executemany(
-                "INSERT INTO vocab_tri (rowid, body) VALUES (?, ?)",
-                [(tid, f" {term} ") for tid, term in rows],
-            )
-        self._pending_terms.update(new)
 
     def _update_event(self, action: Action) -> WriteResult:
         row = self.conn.execute(

@@ -33,10 +33,25 @@ class LiveEntry:
 
 
 class _Session:
-    __slots__ = ("entries",)
+    __slots__ = ("ascending", "entries")
 
     def __init__(self) -> None:
         self.entries: dict[int, LiveEntry] = {}
+        # Whether ``entries`` was filled in increasing seq order (a writer's usual order): then its
+        # first key is its lowest seq, and dropping the oldest costs O(1) instead of a scan.
+        self.ascending = True
+
+    def put(self, entry: LiveEntry) -> bool:
+        """Keep ``entry`` (replacing one with the same seq); whether it is a new seq."""
+        seq = entry.record.seq
+        new = seq not in self.entries
+        if new and self.entries and self.ascending and seq < next(reversed(self.entries)):
+            self.ascending = False
+        self.entries[seq] = entry
+        return new
+
+    def oldest(self) -> int:
+        return next(iter(self.entries)) if self.ascending else min(self.entries)
 
 
 class LiveLog:
@@ -65,9 +80,8 @@ class LiveLog:
                 session = self._sessions[record.session_id] = _Session()
             else:
                 self._sessions.move_to_end(record.session_id)
-            if record.seq not in session.entries:
+            if session.put(LiveEntry(record)):
                 self._total += 1
-            session.entries[record.seq] = LiveEntry(record)
             while len(session.entries) > self.max_per_session:
                 self._drop_oldest(record.session_id, session)
             while self._total > self.max_total:
@@ -75,7 +89,7 @@ class LiveLog:
                 self._drop_oldest(oldest_id, oldest)
 
     def _drop_oldest(self, session_id: str, session: _Session) -> None:
-        seq = min(session.entries)
+        seq = session.oldest()
         del session.entries[seq]
         self._total -= 1
         self._truncated[session_id] = None
@@ -91,6 +105,8 @@ class LiveLog:
 
     def acknowledged_many(self, acks: Iterable[tuple[str, int, int, int]]) -> None:
         """:meth:`acknowledged` for many (session_id, seq, partition, offset) under one lock."""
+        if self.max_per_session <= 0 or self.max_total <= 0:
+            return  # nothing is kept
         with self._lock:
             sessions, by_partition = self._sessions, self._by_partition
             for session_id, seq, partition, offset in acks:

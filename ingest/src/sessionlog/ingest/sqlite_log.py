@@ -273,19 +273,22 @@ class SQLiteEntryLog(LiveTail):
         now = int(time.time() * 1000)
         offsets = self._insert([(sid, key, value, now) for sid, key, value in rows])
         handles = []
+        acks = []
         for record, offset in zip(parsed, offsets, strict=True):
             handles.append(AppendHandle(record, Position(0, offset)))
-            self._remember(record, offset)
+            if isinstance(record, HeaderRecord):
+                self._remember_header(record)
+            else:
+                self._remember(record)
+                acks.append((record.session_id, record.seq, 0, offset))
+        self.live.acknowledged_many(acks)
         return handles
 
-    def _remember(self, record: HeaderRecord | EventRecord, offset: int) -> None:
-        """Keep a committed record in the live view until the indexer's position passes it."""
+    def _remember(self, record: EventRecord) -> None:
+        """Keep a committed event in the live view until the indexer's position passes it (the
+        caller records its offset), and its seq for :meth:`session`."""
         sid = record.session_id
-        if isinstance(record, HeaderRecord):
-            self._remember_header(record)
-            return
         self.live.add(record)
-        self.live.acknowledged(sid, record.seq, 0, offset)
         if record.seq > self._last_seqs.get(sid, -1):
             self._last_seqs[sid] = record.seq
             if len(self._last_seqs) > _LAST_SEQS_MAX:
@@ -309,12 +312,12 @@ class SQLiteEntryLog(LiveTail):
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    offsets = []
-                    for row in rows:
-                        cursor = conn.execute(
-                            "INSERT INTO log (session_id, key, value, time_ms) VALUES (?, ?, ?, ?)", row
-                        )
-                        offsets.append(int(cursor.lastrowid or 0))
+                    conn.executemany(
+                        "INSERT INTO log (session_id, key, value, time_ms) VALUES (?, ?, ?, ?)", rows
+                    )
+                    # Under the write lock, AUTOINCREMENT gives one transaction's rows consecutive offsets.
+                    last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+                    offsets = list(range(last - len(rows) + 1, last + 1))
                     conn.execute("COMMIT")
                 except BaseException:
                     rollback(conn)

@@ -4,18 +4,21 @@ Per query word, the best tier of every entry its lookups found (anywhere in the 
 is applied to candidates), the entries holding the exact phrase, and the word's occurrences in
 each entry, read from the full-text index itself (``fts5vocab`` over ``events_words``): with them
 an entry's bound is its exact score whenever its tiers are, and the exact top stops after a page's
-worth of candidates instead of scoring every entry of a common word.
+worth of candidates instead of scoring every entry of a common word (the occurrences are read only
+when a phase has many more candidates than the page needs).
 
 Kept in Python, not in a temporary table: a common word hits thousands of entries of other
 workspaces, and grouping and joining them again in SQL for every phase cost more than the
-lookups themselves.
+lookups themselves. The engine keeps a query's hits while the data stays the same
+(:class:`~sessionlog.query.sqlite_memo.SnapshotMemo`): the next call for the same words (closest
+matches, the window of readings, the next page) adds only the phases it needs beyond them.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from sessionlog.query import candidates as arms_of
 from sessionlog.query.candidates import WordArms
@@ -24,6 +27,7 @@ from sessionlog.query.scoring import (
     MAX_COUNTED,
     OCCURRENCE,
     PHRASE_EXACT,
+    TIER_EXACT,
     is_compound,
     phrase_words,
 )
@@ -49,37 +53,62 @@ def _occurrence_bonus(count: int) -> float:
 class Hits:
     """The hits of one search so far (see the module docstring)."""
 
-    def __init__(self, words: Sequence[WordArms]) -> None:
+    def __init__(self, words: Sequence[WordArms], rids: tuple[int, int] | None = None) -> None:
         self.words = list(words)
+        # The scope's lowest and highest rowid, when it is narrow enough to be worth it (a
+        # session's entries were written together): every lookup is cut to it inside FTS5.
+        self.rids = rids
         self.best: list[dict[int, float]] = [{} for _ in words]
         self.phrase: set[int] = set()
         # Per word: its occurrence bonus in each entry holding it as a token (counted words), or
         # ``None``: not counted from the index (its bonus is bounded by the most it can be).
         self.bonus: list[dict[int, float] | None] = [None for _ in words]
         self._most = [0.0 if is_compound(w.text) or w.cjk else _MOST for w in words]
+        self.added: set[int] = set()
+        #: Candidates already built from this state: (state, partial) → (the placed map, list).
+        self.built: dict[tuple[object, ...], tuple[object, list[Any]]] = {}
+
+    def state(self) -> tuple[object, ...]:
+        """What the bounds depend on: the phases added and the words counted."""
+        return (frozenset(self.added), tuple(bonus is not None for bonus in self.bonus))
 
     def add(self, conn: sqlite3.Connection, phase: int) -> None:
-        """Add the hits of ``phase``'s arms (the phrase arm and the counts come with the first)."""
+        """Add the hits of ``phase``'s arms (the phrase arm comes with the first); once per phase."""
+        if phase in self.added:
+            return
+        self.added.add(phase)
+        within, bounds = ("", ()) if self.rids is None else (" WHERE rowid BETWEEN ? AND ?", self.rids)
         for i, word in enumerate(self.words):
             best = self.best[i]
             for arm in word.arms(phase):
                 tier = arm.tier
-                for (rid,) in conn.execute(f"SELECT rowid FROM ({arm.sql})", arm.params):
+                for (rid,) in conn.execute(f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds)):
                     if best.get(rid, -1.0) < tier:
                         best[rid] = tier
-            if phase == arms_of.EXACT and word.plain and word.text.isascii() and word.text.isalnum():
-                # An ASCII word is one token of the index, counted exactly as score_text counts it.
-                self.bonus[i] = {
-                    int(doc): _occurrence_bonus(int(count))
-                    for doc, count in conn.execute(
-                        f"SELECT doc, count(*) FROM temp.{INSTANCES} WHERE term = ? GROUP BY doc",
-                        (word.text,),
-                    )
-                }
         if phase == arms_of.EXACT and len(self.words) > 1:
             text = arms_of.phrase(" ".join(phrase_words([w.text for w in self.words])))
-            found = conn.execute("SELECT rowid FROM events_tri WHERE events_tri MATCH ?", (text,))
+            phrase_sql = "SELECT rowid FROM events_tri WHERE events_tri MATCH ?"
+            found = conn.execute(f"SELECT rowid FROM ({phrase_sql}){within}", (text, *bounds))
             self.phrase.update(rid for (rid,) in found)
+
+    def count(self, conn: sqlite3.Connection) -> bool:
+        """Read the occurrences of the words the index can count (an ASCII word is one token of
+        it, counted exactly as ``score_text`` counts it), once; whether any were read.
+
+        Worth it only when many candidates share the best bounds (a common word, closest
+        matches): the instances are read file-wide, which costs about as much as the word's hits.
+        Not for a narrow scope (a session's rowid range), whose few candidates are cheaper to
+        score."""
+        read = False
+        for i, word in enumerate(self.words):
+            countable = word.plain and word.text.isascii() and word.text.isalnum()
+            if self.rids is None and countable and self.bonus[i] is None:
+                counts = conn.execute(
+                    f"SELECT doc, count(*) FROM temp.{INSTANCES} WHERE term = ? GROUP BY doc", (word.text,)
+                )
+                self.bonus[i] = {int(doc): _occurrence_bonus(int(count)) for doc, count in counts}
+                read = True
+        return read
 
     def entries(self, partial: bool) -> set[int]:
         """Entries hit for every word (``partial``: for any)."""
@@ -97,12 +126,16 @@ class Hits:
     def bound(self, rid: int, args: bool) -> float:
         """The most ``rid`` can score given its hits (``args``: its text is tool arguments), summed
         in :func:`~sessionlog.query.scoring.score_text`'s order: per word its best tier and
-        occurrence bonus, then the phrase, then the field."""
+        occurrence bonus, then the phrase, then the field. The bonus counts the query word itself,
+        so an entry the word's exact arm did not find (a typo, prefix or substring match) has none."""
         total = 0.0
         for best, bonus, most in zip(self.best, self.bonus, self._most, strict=True):
             tier = best.get(rid)
             if tier is not None:
-                total += tier + (most if bonus is None else bonus.get(rid, 0.0))
+                if bonus is not None:
+                    total += tier + bonus.get(rid, 0.0)
+                else:
+                    total += tier + (most if tier >= TIER_EXACT else 0.0)
         if rid in self.phrase:
             total += PHRASE_EXACT
         return total if args else total + FIELD_BONUS

@@ -12,9 +12,12 @@ after one.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
 from sessionlog.query.engine import Corpus
+
+if TYPE_CHECKING:  # sqlite_hits imports candidates, which imports this module
+    from sessionlog.query.sqlite_hits import Hits
 
 __all__ = ["Bounded", "SnapshotMemo"]
 
@@ -51,12 +54,15 @@ PLACED_MAX: Final = 500_000
 
 
 class SnapshotMemo:
-    """Counts, typo candidates, placed entries and scores computed on one version of the data."""
+    """Counts, typo candidates, rowid ranges, index hits, placed entries and scores computed on
+    one version of the data."""
 
     def __init__(self) -> None:
         self._data: Hashable = None
         self.counts: Bounded[Corpus] = Bounded(64)
         self.expansions: Bounded[tuple[list[tuple[int, str]], bool]] = Bounded(256)
+        self.ranges: Bounded[tuple[int, int]] = Bounded(64)
+        self.hits: Bounded[Hits] = Bounded(SCORED_QUERIES)
         self._scores: Bounded[dict[int, float | None]] = Bounded(SCORED_QUERIES)
         self._placed: Bounded[dict[int, tuple[int, str, bool] | None]] = Bounded(SCORED_QUERIES)
 
@@ -66,6 +72,8 @@ class SnapshotMemo:
             self._data = data
             self.counts.clear()
             self.expansions.clear()
+            self.ranges.clear()
+            self.hits.clear()
             self._scores.clear()
             self._placed.clear()
 

@@ -67,6 +67,8 @@ __all__ = [
 #: The name of the embedded log in live views and watermarks (one partition, 0).
 LOG_TOPIC: Final = "log"
 _CHUNK: Final = 500  # rids per ``IN`` list
+#: Candidates per entry of the page past which the words' occurrences are read from the index.
+_COUNT_PAST: Final = 4
 
 
 class SQLiteEngine:
@@ -235,17 +237,23 @@ class SQLiteEngine:
         last one). Hits accumulate phase by phase (:class:`~sessionlog.query.sqlite_ranking.Hits`),
         and the keys do not depend on the phase, so cursor pages stay consistent."""
         need = offset + size
-        last = len(plan.words) - 1
-        words = [WordArms(word, last=i == last) for i, word in enumerate(plan.words)]
-        ceiling = (PHRASE_EXACT if len(words) > 1 else 0.0) + max_bonus(plan.words)
+        ceiling = (PHRASE_EXACT if len(plan.words) > 1 else 0.0) + max_bonus(plan.words)
         workspaces = arms_of.scope_workspaces(conn, self.scope.kind, self.scope.ids)
         memo = self._memo.scores((plan.raw_words, plan.words, partial))
         filter_sql, filter_params = ranking.filter_where(plan)
         placed = self._memo.placed((filter_sql, *filter_params, session_id))
-        hits = Hits(words)
+        rids = self._rid_range(conn, session_id)
+        hits = self._memo.hits.get((plan.words, rids))
+        if hits is None:  # a query's hits do not depend on partial, the page or the filters
+            last = len(plan.words) - 1
+            made = Hits([WordArms(word, last=i == last) for i, word in enumerate(plan.words)], rids)
+            hits = self._memo.hits.put((plan.words, rids), made)
+        words = hits.words
+        typo_phase = False
         top: list[tuple[int, float]] = []
         for phase in arms_of.PHASES:
             if phase == arms_of.TYPO:
+                typo_phase = True
                 for word in words:
                     word.expand(conn, workspaces, self.max_expansions, self._memo.expansions)
             if phase != arms_of.EXACT and not any(w.has(phase) for w in words):
@@ -254,14 +262,31 @@ class SQLiteEngine:
             self._check_deadline()
             ranking.place(conn, self.scope, plan, session_id, hits.entries(partial), placed)
             candidates = ranking.candidates(hits, partial, placed)
+            if len(candidates) > _COUNT_PAST * need and hits.count(conn):
+                candidates = ranking.candidates(hits, partial, placed)  # tighter bounds: stop sooner
             top = ranking.exact_top(conn, candidates, plan, partial, need, self._check_deadline, memo)
             # Best score of an entry outside this phase's candidates: one word at a later tier.
             outside = max((w.best_after(phase) + (len(words) - 1) * TIER_EXACT for w in words), default=0.0)
             final = not any(w.best_after(phase) for w in words)
             if final or (len(top) >= need and top[need - 1][1] > outside + ceiling + ranking.EPSILON):
                 break
-        hints = [term for w in words for _, term in w.expansions]
+        hints = [term for w in words for _, term in w.expansions] if typo_phase else []
         return top[offset:], hints
+
+    def _rid_range(self, conn: sqlite3.Connection, session_id: str | None) -> tuple[int, int] | None:
+        """The lowest and highest rowid of a session scope (or a session-narrowed search): a
+        session's entries are written together, so its range is narrow even in a big file. Not
+        for workspace scopes, whose entries span the file."""
+        if self.scope.kind != "sessions" and session_id is None:
+            return None
+        key = ("rids", session_id)
+        known = self._memo.ranges.get(key)
+        if known is None:
+            scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
+            row = conn.execute(f"SELECT min(e.rid), max(e.rid) FROM events e WHERE {scope_sql}", scope_params)
+            lo, hi = row.fetchone()
+            known = self._memo.ranges.put(key, (int(lo or 0), int(hi or -1)))
+        return known
 
     @staticmethod
     def _doc_ids(conn: sqlite3.Connection, rids: list[int]) -> dict[int, str]:

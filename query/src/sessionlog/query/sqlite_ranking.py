@@ -112,6 +112,10 @@ def place(
 def candidates(hits: Hits, partial: bool, known: dict[int, Placed]) -> list[Candidate]:
     """Candidates of the hits so far (placed by :func:`place`), in (bound, seq descending,
     session) order: all words present (or, ``partial``, any), in the scope and filters."""
+    key = (hits.state(), partial)
+    built = hits.built.get(key)
+    if built is not None and built[0] is known:
+        return list(built[1])
     out = []
     bound = hits.bound
     for rid in hits.entries(partial):
@@ -120,7 +124,8 @@ def candidates(hits: Hits, partial: bool, known: dict[int, Placed]) -> list[Cand
             seq, session_id, args = placed
             out.append((-bound(rid, args), -seq, session_id, rid))
     out.sort()
-    return out
+    hits.built[key] = (known, out)
+    return list(out)
 
 
 def exact_top(
@@ -142,7 +147,7 @@ def exact_top(
     memo = {} if memo is None else memo
     best: list[tuple[float, int]] = []  # min-heap of the top ``need`` keys so far
     scored: list[tuple[float, int, str, int]] = []
-    i, chunk = 0, max(16, 2 * need)
+    i, chunk = 0, need + 16  # bounds are mostly exact: about a page of texts is enough
     while i < len(candidates):
         if len(best) >= need and below(candidates[i], best[0]):
             break

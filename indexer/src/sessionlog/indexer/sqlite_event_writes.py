@@ -1,0 +1,145 @@
+"""The event creates of the embedded projection (a mixin of
+:class:`~sessionlog.indexer.sqlite_view.SQLiteView`): the ``events`` rows, a run of creates in
+one statement, and the full-text rows and vocabulary terms of a bulk, written last."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import orjson
+
+from sessionlog.indexer.ports import Outcome, WriteResult
+from sessionlog.indexer.projector import Action
+from sessionlog.indexer.sqlite_docs import pack_event_doc, text_field
+from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, text_rows, time_us
+
+__all__ = ["EventWrites"]
+
+_CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
+
+_INSERT_EVENT: Final = (
+    "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
+    "has_text, surface_state, content_hash, log_offset, text, doc) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _event_row(action: Action) -> tuple[Any, ...]:
+    """The ``events`` row of a create (raises ``KeyError``/``ValueError``/``TypeError`` on a
+    malformed document)."""
+    body = action.body
+    return (
+        action.doc_id, body["workspace_id"], body["session_id"], int(body["seq"]), body["type"],
+        time_us(body["time"]), body.get("tool_name"), 1 if body.get("has_text") else 0,
+        body["surface_state"], body["content_hash"], int(body.get("offset") or 0),
+        str(body.get(text_field(body["type"])) or ""), pack_event_doc(body),
+    )  # fmt: skip
+
+
+class EventWrites:
+    """Event creates and full-text rows (the view sets the attributes declared here)."""
+
+    conn: sqlite3.Connection
+    _known_terms: set[tuple[str, str]]
+    _pending_terms: set[tuple[str, str]]
+
+    def _create_events(
+        self, run: Sequence[Action], staged: list[tuple[int, str, TextRows]]
+    ) -> list[WriteResult] | None:
+        """A run of event creates in one statement (the usual bulk: new entries of the log), with
+        the outcomes :meth:`_create_event` gives one by one. ``None`` (nothing written) when any
+        item needs the one-by-one path to tell its outcome: a malformed document, a constraint."""
+        try:
+            rows = [_event_row(action) for action in run]
+        except (KeyError, ValueError, TypeError):
+            return None
+        existing = self._existing([row[0] for row in rows])
+        results: list[WriteResult | None] = [None] * len(run)
+        fresh: list[int] = []
+        for k, row in enumerate(rows):
+            if row[0] in existing:
+                results[k] = WriteResult(
+                    run[k], Outcome.REPLAY
+                )  # ViewWrites.write tells replay from conflict
+            else:
+                existing.add(row[0])  # a second create of the same id in the run replays the first
+                fresh.append(k)
+        if fresh:
+            self.conn.execute("SAVEPOINT events_run")
+            try:
+                self.conn.executemany(_INSERT_EVENT, [rows[k] for k in fresh])
+                last = int(self.conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+            except (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError):
+                self.conn.execute("ROLLBACK TO events_run")
+                self.conn.execute("RELEASE events_run")
+                return None
+            self.conn.execute("RELEASE events_run")
+            # Under the write lock a rowid table's new rows take the next rowids, in order.
+            for rid, k in zip(range(last - len(fresh) + 1, last + 1), fresh, strict=True):
+                staged.append((rid, str(rows[k][1]), text_rows(str(rows[k][11]))))
+                results[k] = WriteResult(run[k], Outcome.CREATED)
+        return [r for r in results if r is not None]
+
+    def _existing(self, doc_ids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(doc_ids), _CHUNK):
+            chunk = doc_ids[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                r[0] for r in self.conn.execute(f"SELECT doc_id FROM events WHERE doc_id IN ({marks})", chunk)
+            )
+        return found
+
+    def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> WriteResult:
+        row = _event_row(action)
+        cursor = self.conn.execute(_INSERT_EVENT + " ON CONFLICT (doc_id) DO NOTHING", row)
+        if cursor.rowcount == 0:
+            return WriteResult(action, Outcome.REPLAY)  # exists: ViewWrites.write tells replay from conflict
+        # The full-text rows are written for the whole bulk at once (_index_text), last.
+        staged.append((int(cursor.lastrowid or 0), str(row[1]), text_rows(str(row[11]))))
+        return WriteResult(action, Outcome.CREATED)
+
+    def _index_text(self, staged: list[tuple[int, str, TextRows]]) -> None:
+        """The full-text rows of the events created by one bulk, and their workspaces' new terms."""
+        if not staged:
+            return
+        words = [(rid, rows.words) for rid, _, rows in staged]
+        self.conn.executemany("INSERT INTO events_words (rowid, body) VALUES (?, ?)", words)
+        self.conn.executemany(
+            "INSERT INTO events_tri (rowid, body) VALUES (?, ?)", [(rid, f" {body} ") for rid, body in words]
+        )
+        self.conn.executemany(
+            "INSERT INTO events_ident (rowid, body) VALUES (?, ?)",
+            [(rid, rows.idents) for rid, _, rows in staged if rows.idents],
+        )
+        self.conn.executemany(
+            "INSERT INTO events_cjk (rowid, body) VALUES (?, ?)",
+            [(rid, rows.cjk) for rid, _, rows in staged if rows.cjk],
+        )
+        self._add_terms({(ws, token) for _, ws, rows in staged for token in rows.tokens})
+
+    def _add_terms(self, terms: Iterable[tuple[str, str]]) -> None:
+        """Add unseen ``(workspace, term)`` pairs to the vocabulary (``vocab`` and ``vocab_tri``), a
+        few statements per thousands of terms."""
+        new = [
+            pair
+            for pair in set(terms)
+            if len(pair[1]) <= MAX_TERM_CHARS
+            and pair not in self._known_terms
+            and pair not in self._pending_terms
+        ]
+        for start in range(0, len(new), 5000):
+            chunk = new[start : start + 5000]
+            rows = self.conn.execute(
+                "INSERT INTO vocab (ws, term, len, rterm) "
+                "SELECT value ->> 0, value ->> 1, length(value ->> 1), value ->> 2 FROM json_each(?) "
+                "WHERE true ON CONFLICT DO NOTHING RETURNING tid, term",
+                (orjson.dumps([[ws, t, t[::-1]] for ws, t in chunk]),),
+            ).fetchall()
+            self.conn.executemany(
+                "INSERT INTO vocab_tri (rowid, body) VALUES (?, ?)",
+                [(tid, f" {term} ") for tid, term in rows],
+            )
+        self._pending_terms.update(new)
