@@ -15,6 +15,7 @@ import argparse
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from tests.benchmarks.corpus import Corpus, CorpusConfig
@@ -25,7 +26,7 @@ from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
 from sessionlog.query.os_scan import SCAN_MAX_ROWS
 
 
-def _pct(ordered: list[float], p: float) -> float:
+def _pct(ordered: Sequence[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
