@@ -14,6 +14,7 @@ from sessionlog.query.builder import (
     QueryPlan,
     browse_body,
     count_body,
+    scan_body,
     search_body,
     word_clause,
 )
@@ -73,8 +74,8 @@ class FakeClient:
         return self._answer()
 
 
-def provider(scope: Scope, client: FakeClient) -> OpenSearchProvider:
-    return OpenSearchProvider(scope, client=cast(Any, client), index_prefix="unit")
+def provider(scope: Scope, client: FakeClient, **options: Any) -> OpenSearchProvider:
+    return OpenSearchProvider(scope, client=cast(Any, client), index_prefix="unit", **options)
 
 
 def plan_for(query: str, *, scope: Scope | None = None, **request: Any) -> QueryPlan:
@@ -357,6 +358,7 @@ def test_every_builder_body_carries_the_scope_filter(scope: Scope) -> None:
             browse_body(plan, size=11, single_session=True),
             browse_body(plan, size=11, single_session=False),
             count_body(plan),
+            scan_body(plan, size=201),
         ]
         for body in bodies:
             assert scope.filter() in bool_of(body)["filter"]
@@ -365,9 +367,11 @@ def test_every_builder_body_carries_the_scope_filter(scope: Scope) -> None:
 @pytest.mark.parametrize("scope", SCOPES, ids=lambda s: s.fingerprint())
 def test_the_provider_sends_the_scope_filter_on_every_request(scope: Scope) -> None:
     client = FakeClient()
-    made = provider(scope, client)
+    made = provider(scope, client, scan_max_rows=0)  # the index path (scanned scopes: below)
     made.search(SessionQueryRequest(query="revenue churn"))  # finds nothing, so a partial search follows
     made.search(SessionQueryRequest(query=""))  # browse
+    if scope.kind == "sessions":
+        provider(scope, client).search(SessionQueryRequest(query="revenue churn"))  # the scope's entries
     kinds = {
         "count": [b for b in client.bodies if "aggs" in b],
         "full": [b for b in client.bodies if "must" in bool_of(b)],

@@ -14,7 +14,7 @@ from opensearchpy.exceptions import SerializationError
 
 from sessionlog.indexer.document import events_template_body
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
-from sessionlog.query.builder import HIT_SOURCE, browse_body, count_body, search_body
+from sessionlog.query.builder import HIT_SOURCE, browse_body, count_body, scan_body, search_body
 from sessionlog.query.excerpt import excerpt
 from sessionlog.query.os_json import OrjsonSerializer
 from sessionlog.query.plan import plan_request
@@ -85,11 +85,14 @@ def test_a_workspace_search_is_one_request_without_routing() -> None:
 
 def test_the_closest_matches_fallback_is_the_only_second_request() -> None:
     client = CountingClient([])
-    _provider(Scope.session("s1"), client).search(SessionQueryRequest(query="revenue churn"))
+    _provider(Scope.workspace("w1"), client).search(SessionQueryRequest(query="revenue churn"))
     assert [name for name, _ in client.calls] == ["msearch", "search"]
     client = CountingClient([])
-    _provider(Scope.session("s1"), client).search(SessionQueryRequest(query="revenue"))
+    _provider(Scope.workspace("w1"), client).search(SessionQueryRequest(query="revenue"))
     assert [name for name, _ in client.calls] == ["msearch"], "one word: nothing closer to look for"
+    client = CountingClient([])
+    _provider(Scope.session("s1"), client).search(SessionQueryRequest(query="revenue churn"))
+    assert [name for name, _ in client.calls] == ["msearch"], "a scanned session ranks them itself"
 
 
 def _plan(query: str) -> Any:
@@ -104,6 +107,7 @@ def test_no_body_asks_for_a_highlighter_or_more_source_than_a_hit_reads(query: s
     bodies += [
         browse_body(plan, size=11, single_session=True),
         browse_body(plan, size=11, single_session=False),
+        scan_body(plan, size=501, exclude=["s1:3"]),
     ]
     for body in bodies:
         assert "highlight" not in body
@@ -200,10 +204,10 @@ def _used(node: Any) -> Iterator[tuple[str, str]]:
 def test_every_field_a_query_uses_is_indexed_as_the_query_needs(query: str) -> None:
     plan = _plan(query)
     bodies = [count_body(plan), search_body(plan, size=11), search_body(plan, size=11, partial=True)]
-    bodies += [browse_body(plan, size=11, single_session=False)]
+    bodies += [browse_body(plan, size=11, single_session=False), scan_body(plan, size=501)]
     for body in bodies:
         for kind, field in _used(body):
-            if field == "_score":
+            if field in ("_score", "_doc"):
                 continue
             spec = _MAPPING[field]
             if kind in ("sort", "max"):

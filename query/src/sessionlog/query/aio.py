@@ -27,8 +27,8 @@ from sessionlog.query.contract import SessionQueryRequest, SessionQueryResult
 from sessionlog.query.deadline import AbortSignal, Deadline, check_signal
 from sessionlog.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
 from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access, translate_opensearch_error
-from sessionlog.query.opensearch_provider import OpenSearchEngine
+from sessionlog.query.opensearch_access import OpenSearchAccess, translate_opensearch_error
+from sessionlog.query.opensearch_provider import SCAN_MAX_ROWS, OpenSearchEngine, opensearch_engine
 from sessionlog.query.options import (
     OpenSearchProviderOptions,
     OpenSearchReaderOptions,
@@ -102,8 +102,15 @@ class AsyncOpenSearchEngine:
 
     log_topic: str | None = None
 
-    def __init__(self, scope: Scope, access: OpenSearchAccess, client: AsyncOpenSearch | None = None) -> None:
-        self.requests = OpenSearchEngine(scope, access)
+    def __init__(
+        self,
+        scope: Scope,
+        access: OpenSearchAccess,
+        client: AsyncOpenSearch | None = None,
+        *,
+        scan_max_rows: int = SCAN_MAX_ROWS,
+    ) -> None:
+        self.requests = OpenSearchEngine(scope, access, scan_max_rows=scan_max_rows)
         self.access = access
         self._client = client
 
@@ -114,11 +121,19 @@ class AsyncOpenSearchEngine:
         return self._client
 
     async def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
-        lines, existence = self.requests.search_request(query)
-        response = await self.access.acall(self.client, "msearch", deadline, body=lines)
-        return self.access.parse("the search", lambda: self.requests.parse_page(response, query, existence))
+        request = self.requests.search_request(query)
+        response = await self.access.acall(self.client, "msearch", deadline, body=request.lines)
+        corpus, hits = self.access.parse(
+            "the search", lambda: self.requests.parse_page(response, query, request, deadline)
+        )
+        if hits is None:  # more entries than a scan takes: the index, in a second request
+            hits = await self.rank(query, deadline)
+        return EnginePage(corpus, hits)
 
     async def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+        scanned = self.requests.rescan(query, deadline)
+        if scanned is not None:
+            return scanned
         response = await self.access.acall(
             self.client, "search", deadline, **self.requests.rank_request(query)
         )
@@ -214,8 +229,12 @@ class AsyncOpenSearchProvider(AsyncSearchProvider):
         async_client: AsyncOpenSearch | None = None,
         **options: Unpack[OpenSearchProviderOptions],
     ) -> None:
-        access, rest = opensearch_access("SESSION_QUERY_INDEX_FAILED", settings, options)
-        super().__init__(scope, AsyncOpenSearchEngine(scope, access, async_client), **rest)
+        engine, rest = opensearch_engine(scope, settings, options)
+        super().__init__(
+            scope,
+            AsyncOpenSearchEngine(scope, engine.access, async_client, scan_max_rows=engine.scan_max_rows),
+            **rest,
+        )
 
 
 class AsyncSessionReader:

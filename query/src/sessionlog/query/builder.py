@@ -40,7 +40,15 @@ from sessionlog.query.scoring import (
     phrase_words,
 )
 
-__all__ = ["HIT_SOURCE", "SEARCH_TOOL_NAME", "QueryPlan", "browse_body", "count_body", "search_body"]
+__all__ = [
+    "HIT_SOURCE",
+    "SEARCH_TOOL_NAME",
+    "QueryPlan",
+    "browse_body",
+    "count_body",
+    "scan_body",
+    "search_body",
+]
 
 SEARCH_TOOL_NAME = "session_query"
 _FIELDS = ("text", "args")
@@ -230,7 +238,10 @@ def search_body(
     if len(plan.words) > 1:
         exact_phrase = " ".join(phrase_words(plan.raw_words))
         folded_phrase = " ".join(phrase_words(plan.words))
-        should.append(_const({"match_phrase": {"text.exact": {"query": exact_phrase}}}, PHRASE_EXACT))
+        # The exact phrase is also the folded one, whose bonus it tops up to PHRASE_EXACT (the
+        # clauses add up; score_text gives an exact phrase PHRASE_EXACT, not both bonuses).
+        exact = {"match_phrase": {"text.exact": {"query": exact_phrase}}}
+        should.append(_const(exact, PHRASE_EXACT - PHRASE_FOLDED))
         should.append(_const({"match_phrase": {"text": {"query": folded_phrase}}}, PHRASE_FOLDED))
     # Within a tier (D2): more occurrences, then message text over tool arguments; then recency (sort).
     for word in plan.words:
@@ -274,6 +285,18 @@ def browse_body(
         "_source": {"includes": list(HIT_SOURCE)},
     }
     return body
+
+
+def scan_body(plan: QueryPlan, *, size: int, exclude: Sequence[str] = ()) -> dict[str, Any]:
+    """Up to ``size`` entries a search of ``plan`` may return (its filters, not its words), in no
+    order: the entries of a small scope, which the caller scores itself."""
+    return {
+        "size": size,
+        "query": {"bool": {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}},
+        "sort": [{"_doc": "asc"}],
+        "track_total_hits": False,
+        "_source": {"includes": list(HIT_SOURCE)},
+    }
 
 
 def count_body(plan: QueryPlan) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.deadline import Deadline
@@ -31,6 +31,11 @@ class EngineQuery:
     limit to know whether there is a next page); ``exclude`` lists the entry ids earlier pages
     returned; ``partial`` asks for closest matches (any word) instead of every word;
     ``live_topic`` asks for the searchability watermark of that log.
+
+    ``scratch`` is the engine's own state between the calls of one search: the core derives every
+    further call's query from the first with :func:`dataclasses.replace`, which keeps the same
+    dictionary (the OpenSearch engine keeps a scanned scope's entries there, so that the wider
+    window and the closest-matches ranking score them again instead of asking the server).
     """
 
     plan: QueryPlan
@@ -40,6 +45,7 @@ class EngineQuery:
     exclude: tuple[str, ...] = ()
     partial: bool = False
     live_topic: str | None = None
+    scratch: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

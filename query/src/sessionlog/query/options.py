@@ -55,7 +55,11 @@ class OpenSearchTarget(TypedDict, total=False):
 
 
 class OpenSearchProviderOptions(ProviderOptions, OpenSearchTarget, total=False):
-    pass
+    """``scan_max_rows``: a search of sessions holding at most this many entries ranks them in the
+    provider instead of running the fuzzy queries on the server (default
+    :data:`~sessionlog.query.os_scan.SCAN_MAX_ROWS`; 0: never)."""
+
+    scan_max_rows: int
 
 
 class OpenSearchReaderOptions(ReaderOptions, OpenSearchTarget, total=False):

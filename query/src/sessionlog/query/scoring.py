@@ -201,7 +201,10 @@ class _Text:
         if mixed_key(word) is None:  # plain OSA distance: compared in C
             found = process.extractOne(word, self.folded_set, scorer=OSA.distance, score_cutoff=budget)
             return None if found is None else int(found[1])
-        distances = [d for t in self.folded_set if (d := typo_match(word, t, budget)) is not None]
+        # A token of letters only has no digit skeleton: never a neighbour of a word with digits.
+        distances = [
+            d for t in self.folded_set if not t.isalpha() and (d := typo_match(word, t, budget)) is not None
+        ]
         return min(distances) if distances else None
 
 
@@ -288,10 +291,18 @@ def _word_tiers(
 
 
 def score_text(
-    text: str, raw_words: Sequence[str], words: Sequence[str], *, weight: float = 1.0, partial: bool = False
+    text: str,
+    raw_words: Sequence[str],
+    words: Sequence[str],
+    *,
+    weight: float = 1.0,
+    partial: bool = False,
+    phrase: bool = True,
 ) -> float | None:
     """The score of ``text`` for the query, or ``None`` when it does not match (every word must,
-    unless ``partial``, when at least one must). ``weight`` below 1 marks tool arguments."""
+    unless ``partial``, when at least one must). ``weight`` below 1 marks tool arguments;
+    ``phrase=False`` leaves the phrase bonus out (OpenSearch looks for the phrase in message text
+    only, not in tool arguments)."""
     seen = _Text.of(text)
     tiers = _word_tiers(seen, raw_words, words, partial)
     if tiers is None or not any(tiers):
@@ -302,7 +313,8 @@ def score_text(
             total += tier
             if not is_compound(word) and not is_cjk(word):
                 total += OCCURRENCE * (min(seen.count(word), MAX_COUNTED) - 1 if seen.count(word) else 0)
-    total += _phrase(seen, raw_words, words)
+    if phrase:
+        total += _phrase(seen, raw_words, words)
     if weight >= 1.0:
         total += FIELD_BONUS
     return total

@@ -1,0 +1,307 @@
+"""The OpenSearch engine's plan by scope size, on the real server: a search of sessions small enough
+is ranked from the scope's entries (:mod:`sessionlog.query.os_scan`), and gives the pages the
+index gives (entries, order, scores, excerpts, partial flag, ``searched``, cursors) for typos,
+prefixes, identifiers, closest matches, filters and paging; a session bigger than the limit takes
+the index path, then goes there at once."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from sessionlog.indexer import OpenSearchSettings, OpenSearchView
+from sessionlog.indexer.textfold import WORD_RE, fold, word_tokens
+from sessionlog.ingest.wire import parse_record
+from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest, SessionQueryResult
+from sessionlog.query.aio import AsyncOpenSearchProvider
+from sessionlog.query.builder import trigrams
+from sessionlog.query.plan import plan_request
+from sessionlog.query.scoring import is_compound
+
+WORDS = [
+    "report", "reports", "reporting", "deploy", "deployed", "cluster", "metrics", "invoice", "budget",
+    "backlog", "review", "pipeline", "staging", "customer", "account", "balance", "migration",
+    "rollout", "latency", "Zürich", "café", "Đơn", "hàng", "naïve", "São", "Paulo", "approved",
+    "reconciliation", "forecast", "forecasting", "quarterly", "ledger", "Nguyễn", "acct_9931",
+    "v2.14.3", "eu-west-1", "get_type", "python3", "東京都", "データ", "ok", "go", "id",
+]  # fmt: skip
+T0 = datetime(2026, 11, 4, tzinfo=UTC)
+SESSIONS = 6
+KEY = b"k" * 32
+
+
+def _corpus(seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for s in range(SESSIONS):
+        ws, sid = f"ws-{s % 2}", f"s-{s}"
+        out.append(
+            {"v": 1, "kind": "header", "workspace_id": ws, "session_id": sid, "created_at": T0.isoformat()}
+        )
+        for seq in range(rng.randint(15, 45)):
+            kind = rng.choice(("user/message", "assistant/message", "tool/call", "tool/result"))
+            record: dict[str, Any] = {
+                "v": 1, "kind": "event", "workspace_id": ws, "session_id": sid, "seq": seq, "type": kind,
+                "time": (T0 + timedelta(minutes=seq, seconds=s)).isoformat(),
+                "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))),
+            }  # fmt: skip
+            if kind.startswith("tool/"):
+                record["tool_name"] = rng.choice(("run_sql", "grep", "session_query"))
+            if kind != "tool/call":
+                record["surface"] = {"op": "append"}
+            out.append(record)
+    return out
+
+
+RECORDS = _corpus(5)
+BIG = "s-0"  # more entries than the limit the tests give the scanning providers
+SCAN_LIMIT = 14
+SCOPES = [Scope.session("s-1"), Scope.sessions(["s-2", "s-5"]), Scope.workspace("ws-1")]
+NARROW = "s-3"  # the workspace scope's searches are narrowed to this session
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[OpenSearchSettings]:
+    found = OpenSearchSettings().model_copy(update={"index_prefix": f"test-scan-{uuid.uuid4().hex[:10]}"})
+    view = OpenSearchView(found)
+    try:
+        view.ensure_schema()
+        view.write_records([parse_record(r) for r in RECORDS])
+        view.refresh()
+        yield found
+    finally:
+        view.drop()
+        view.close()
+
+
+@pytest.fixture(scope="module")
+def providers(target: OpenSearchSettings) -> Iterator[dict[tuple[int, bool], OpenSearchProvider]]:
+    made = {
+        (i, scan): OpenSearchProvider(scope, target, cursor_key=KEY, scan_max_rows=100 if scan else 0)
+        for i, scope in enumerate(SCOPES)
+        for scan in (True, False)
+    }
+    yield made
+    for provider in made.values():
+        provider.close()
+
+
+def _texts(scope: Scope) -> list[str]:
+    ids = set(scope.ids) if scope.kind == "sessions" else {NARROW}
+    return [r["text"] for r in RECORDS if r["kind"] == "event" and r["session_id"] in ids]
+
+
+def _trigrams_agree(query: str, scope: Scope) -> bool:
+    """Whether the server's substring tier (every trigram of the word somewhere in the entry) and
+    the scan's (the word inside one token) agree on every entry of ``scope`` for the query's words:
+    the server's is an approximation the scan does not copy."""
+    plan, _ = plan_request(SessionQueryRequest(query=query), Scope.workspace("w"), 50)
+    words = [p for w in plan.words for p in (WORD_RE.findall(w) if is_compound(w) else [w])]
+    for text in _texts(scope):
+        tokens = word_tokens(fold(text.lower()))
+        grams = {t[i : i + 3] for t in tokens for i in range(len(t) - 2)}
+        for word in words:
+            if len(word) >= 3 and all(g in grams for g in trigrams(word)) != any(word in t for t in tokens):
+                return False
+    return True
+
+
+def _edit(rng: random.Random, word: str) -> str:
+    i = rng.randrange(len(word))
+    op = rng.choice("sidtp")
+    if op == "s":
+        return word[:i] + rng.choice("aeioust") + word[i + 1 :]
+    if op == "i":
+        return word[:i] + rng.choice("aeioust") + word[i:]
+    if op == "d" and len(word) > 2:
+        return word[:i] + word[i + 1 :]
+    if op == "t" and i + 1 < len(word):
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+    return word[: max(2, i)]  # a prefix or a fragment
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> str:
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    words = []
+    for _ in range(draw(st.integers(1, 3))):
+        word = rng.choice(WORDS)
+        shape = draw(st.sampled_from(("same", "typo", "typo2", "inner", "junk")))
+        if shape in ("typo", "typo2"):
+            word = _edit(rng, word)
+            word = _edit(rng, word) if shape == "typo2" else word
+        elif shape == "inner" and len(word) > 4:
+            word = word[1:-1]
+        elif shape == "junk":
+            word = "qqzx" + word[:2]
+        words.append(word.upper() if draw(st.booleans()) else word)
+    return " ".join(words)
+
+
+def _view(result: SessionQueryResult) -> list[tuple[Any, ...]]:
+    return [(m.entry_id, m.score, m.excerpt, m.kind, m.turn, m.role, m.created_at) for m in result.matches]
+
+
+def _same(scanned: SessionQueryResult, indexed: SessionQueryResult) -> None:
+    assert _view(scanned) == _view(indexed)
+    assert (scanned.partial, scanned.searched, scanned.source) == (
+        indexed.partial,
+        indexed.searched,
+        indexed.source,
+    )
+    assert (scanned.next_cursor is None) == (indexed.next_cursor is None)
+
+
+def _request(scope: int, **fields: Any) -> SessionQueryRequest:
+    if SCOPES[scope].kind == "workspaces":
+        fields["session_id"] = NARROW
+    return SessionQueryRequest(**fields)
+
+
+def _all_pages(provider: OpenSearchProvider, request: SessionQueryRequest) -> list[SessionQueryResult]:
+    pages = [provider.search(request)]
+    while pages[-1].next_cursor is not None:
+        pages.append(provider.search(request.model_copy(update={"cursor": pages[-1].next_cursor})))
+    return pages
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    query=queries(),
+    scope=st.integers(0, len(SCOPES) - 1),
+    limit=st.integers(1, 12),
+    since=st.none() | st.integers(0, 40),
+)
+def test_scoring_a_small_scope_here_ranks_like_the_index(
+    providers: dict[tuple[int, bool], OpenSearchProvider],
+    query: str,
+    scope: int,
+    limit: int,
+    since: int | None,
+) -> None:
+    assume(_trigrams_agree(query, SCOPES[scope]))
+    when = None if since is None else T0 + timedelta(minutes=since)
+    request = _request(scope, query=query, limit=limit, since=when)
+    scanned = providers[(scope, True)].search(request)
+    indexed = providers[(scope, False)].search(request)
+    _same(scanned, indexed)
+    if scanned.next_cursor and indexed.next_cursor:  # the second page too, each with its own cursor
+        _same(
+            providers[(scope, True)].search(request.model_copy(update={"cursor": scanned.next_cursor})),
+            providers[(scope, False)].search(request.model_copy(update={"cursor": indexed.next_cursor})),
+        )
+
+
+CASES: list[dict[str, Any]] = [
+    {"query": "reprot"},  # a typo
+    {"query": "forcast ledgr"},  # two typos
+    {"query": "Zurich cafe"},  # folded accents, a phrase
+    {"query": "zürich café"},  # exact accents
+    {"query": "forecas"},  # a prefix
+    {"query": "porting"},  # inside a word
+    {"query": "get_t"},  # an identifier prefix
+    {"query": "get type"},  # an identifier's parts
+    {"query": "acct_9931 v2.14"},  # identifiers with digits
+    {"query": "pyhton3"},  # a typo in a word with digits
+    {"query": "データ"},
+    {"query": "東京"},
+    {"query": "report qqzxnothing"},  # closest matches
+    {"query": "ok go"},
+    {"query": "deploy", "kinds": ["tool/call"]},  # tool arguments only
+    {"query": "report budget", "kinds": ["tool/call", "tool/result"]},
+    {"query": "report", "exclude_tools": ["grep"]},
+    {"query": "balance", "until": T0 + timedelta(minutes=20)},
+    {"query": "report", "limit": 3},  # paging
+    {"query": "review latency", "limit": 2},
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c["query"]) for c in CASES])
+@pytest.mark.parametrize("scope", range(len(SCOPES)))
+def test_every_page_of_a_scanned_scope_is_the_index_page(
+    providers: dict[tuple[int, bool], OpenSearchProvider], case: dict[str, Any], scope: int
+) -> None:
+    request = _request(scope, **case)
+    scanned = _all_pages(providers[(scope, True)], request)
+    indexed = _all_pages(providers[(scope, False)], request)
+    assert len(scanned) == len(indexed)
+    for one, other in zip(scanned, indexed, strict=True):
+        _same(one, other)
+
+
+class Spy:
+    """The real client, with the name and bodies of every search request it sends recorded."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.calls: list[tuple[str, Any]] = []
+
+    def msearch(self, **kwargs: Any) -> Any:
+        self.calls.append(("msearch", kwargs["body"]))
+        return self.client.msearch(**kwargs)
+
+    def search(self, **kwargs: Any) -> Any:
+        self.calls.append(("search", kwargs["body"]))
+        return self.client.search(**kwargs)
+
+
+def _scanned(body: dict[str, Any]) -> bool:
+    return "must" not in body["query"]["bool"] and body["sort"] == [{"_doc": "asc"}]
+
+
+def test_a_session_over_the_limit_takes_the_index_path_then_goes_there_at_once(
+    target: OpenSearchSettings,
+) -> None:
+    reference = OpenSearchProvider(Scope.session(BIG), target, cursor_key=KEY, scan_max_rows=0)
+    spy = Spy(reference.engine.access.client)
+    request = SessionQueryRequest(query="reprot", limit=50)  # one page, one word: no further ranking
+    try:
+        expected = _view(reference.search(request))
+        small = OpenSearchProvider(
+            Scope.session("s-1"), target, client=cast(Any, spy), scan_max_rows=SCAN_LIMIT * 5
+        )
+        small.search(request)
+        assert [name for name, _ in spy.calls] == ["msearch"] and _scanned(spy.calls[0][1][3])
+        spy.calls.clear()
+        assert sum(1 for r in RECORDS if r.get("session_id") == BIG and r["kind"] == "event") > SCAN_LIMIT
+        for attempt in range(2):
+            big = OpenSearchProvider(
+                Scope.session(BIG), target, cursor_key=KEY, client=cast(Any, spy), scan_max_rows=SCAN_LIMIT
+            )
+            assert _view(big.search(request)) == expected
+            names = [name for name, _ in spy.calls]
+            if attempt == 0:  # asked for its entries, too many: the index, in a second request
+                assert names == ["msearch", "search"] and _scanned(spy.calls[0][1][3])
+                assert not _scanned(spy.calls[1][1])
+            else:  # remembered: the index at once, in one request
+                assert names == ["msearch"] and not _scanned(spy.calls[0][1][3])
+            spy.calls.clear()
+            big.close()
+    finally:
+        reference.close()
+
+
+@pytest.mark.parametrize("query", ["reprot", "report qqzxnothing", "get_t"])
+def test_the_async_provider_plans_the_same_way(target: OpenSearchSettings, query: str) -> None:
+    import asyncio
+
+    request = SessionQueryRequest(query=query, limit=4)
+
+    async def pages(scan: int) -> list[list[tuple[Any, ...]]]:
+        async with AsyncOpenSearchProvider(
+            Scope.session("s-1"), target, cursor_key=KEY, scan_max_rows=scan
+        ) as p:
+            out = [await p.asearch(request)]
+            while out[-1].next_cursor is not None:
+                out.append(await p.asearch(request.model_copy(update={"cursor": out[-1].next_cursor})))
+            return [_view(page) for page in out]
+
+    scanned, indexed = asyncio.run(pages(100)), asyncio.run(pages(0))
+    assert scanned == indexed and scanned[0]
