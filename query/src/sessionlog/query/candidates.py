@@ -113,6 +113,7 @@ class WordArms:
         workspaces: Sequence[str],
         limit: int = MAX_EXPANSIONS,
         known: Bounded[tuple[list[tuple[int, str]], bool]] | None = None,
+        sizes: Bounded[int] | None = None,
     ) -> None:
         """Find the typo candidates (this word's, or its parts'); ``known`` keeps those found
         earlier on the same data."""
@@ -120,12 +121,12 @@ class WordArms:
             return
         self.expanded = True
         for part in self.parts:
-            part.expand(conn, workspaces, limit, known)
+            part.expand(conn, workspaces, limit, known, sizes)
         if self.budget:
             key = (self.text, tuple(workspaces), limit)
             found = known.get(key) if known is not None else None
             if found is None:
-                found = expansions(conn, self.text, workspaces, limit)
+                found = expansions(conn, self.text, workspaces, limit, sizes)
                 if known is not None:
                     known.put(key, found)
             self.expansions, self.complete = found
@@ -220,14 +221,19 @@ def typo_candidates(
 
 
 def expansions(
-    conn: sqlite3.Connection, word: str, workspaces: Sequence[str], limit: int = MAX_EXPANSIONS
+    conn: sqlite3.Connection,
+    word: str,
+    workspaces: Sequence[str],
+    limit: int = MAX_EXPANSIONS,
+    sizes: Bounded[int] | None = None,
 ) -> tuple[list[tuple[int, str]], bool]:
     """``(edit distance, term)`` of :func:`typo_candidates`, and whether nothing was cut.
 
     Index-backed: ``(ws, len, term)`` and ``(ws, len, rterm)`` ranges for the halves of the word
     (every one-edit variant keeps one of them), and for a two-edit budget every term of the scope of
     a near length (when there are at most 150,000: complete) or else the padded trigrams of the word
-    in ``vocab_tri``; each candidate is verified by :func:`~sessionlog.query.scoring.typo_match`."""
+    in ``vocab_tri``; each candidate is verified by :func:`~sessionlog.query.scoring.typo_match`.
+    ``sizes`` keeps the number of terms per length window found earlier on the same data."""
     budget = fuzzy_budget(word)
     n = len(word)
     if budget == 0 or not workspaces:
@@ -235,9 +241,27 @@ def expansions(
     marks = ",".join("?" * len(workspaces))
     found: set[str] = set()
     complete = True
+    scanned = False
+    if budget >= 2:
+        window = (*workspaces, n - budget, n + budget)
+        terms = sizes.get(window) if sizes is not None else None
+        if terms is None:
+            near = f"SELECT 1 FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ? LIMIT ?"
+            terms = int(
+                conn.execute(f"SELECT count(*) FROM ({near})", (*window, _SCAN_TERMS_MAX + 1)).fetchone()[0]
+            )
+            if sizes is not None:
+                sizes.put(window, terms)
+        if terms <= _SCAN_TERMS_MAX:  # the scope's own terms of a near length, every one compared
+            found.update(_near_terms(conn, word, budget, marks, window))
+            scanned = True  # complete: the one-edit ranges below would add nothing
+        else:
+            probed = _trigram_probe(conn, word, budget, workspaces)
+            complete = len(probed) < _TRIGRAM_PROBE_LIMIT
+            found.update(probed)
     half = n // 2
     prefix, suffix = word[:half], word[half + 1 :]
-    for length in range(max(1, n - budget), n + budget + 1):
+    for length in range(max(1, n - budget), n + budget + 1) if not scanned else ():
         for column, start in (("term", prefix), ("rterm", suffix[::-1])):
             if start:
                 found.update(
@@ -248,19 +272,6 @@ def expansions(
                         (*workspaces, length, start, start + _TOP),
                     )
                 )
-    if budget >= 2:
-        window = (*workspaces, n - budget, n + budget)
-        terms = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ? "
-            "LIMIT ?)",
-            (*window, _SCAN_TERMS_MAX + 1),
-        ).fetchone()[0]
-        if terms <= _SCAN_TERMS_MAX:  # the scope's own terms of a near length, every one compared
-            found.update(_near_terms(conn, word, budget, marks, window))
-        else:
-            probed = _trigram_probe(conn, word, budget, workspaces)
-            complete = len(probed) < _TRIGRAM_PROBE_LIMIT
-            found.update(probed)
     scored = []
     for term in found:
         if term == word:

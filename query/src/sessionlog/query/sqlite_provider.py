@@ -256,7 +256,9 @@ class SQLiteEngine:
             if phase == arms_of.TYPO:
                 typo_phase = True
                 for word in words:
-                    word.expand(conn, workspaces, self.max_expansions, self._memo.expansions)
+                    word.expand(
+                        conn, workspaces, self.max_expansions, self._memo.expansions, self._memo.sizes
+                    )
             if phase != arms_of.EXACT and not any(w.has(phase) for w in words):
                 continue
             hits.add(conn, phase)
