@@ -15,6 +15,7 @@ from typing import Any, cast
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tests.contracts.query_shapes import queries_over
 
 from sessionlog.indexer import OpenSearchSettings, OpenSearchView
 from sessionlog.indexer.textfold import WORD_RE, fold, word_tokens
@@ -113,36 +114,7 @@ def _trigrams_agree(query: str, scope: Scope) -> bool:
     return True
 
 
-def _edit(rng: random.Random, word: str) -> str:
-    i = rng.randrange(len(word))
-    op = rng.choice("sidtp")
-    if op == "s":
-        return word[:i] + rng.choice("aeioust") + word[i + 1 :]
-    if op == "i":
-        return word[:i] + rng.choice("aeioust") + word[i:]
-    if op == "d" and len(word) > 2:
-        return word[:i] + word[i + 1 :]
-    if op == "t" and i + 1 < len(word):
-        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
-    return word[: max(2, i)]  # a prefix or a fragment
-
-
-@st.composite
-def queries(draw: st.DrawFn) -> str:
-    rng = random.Random(draw(st.integers(0, 2**32)))
-    words = []
-    for _ in range(draw(st.integers(1, 3))):
-        word = rng.choice(WORDS)
-        shape = draw(st.sampled_from(("same", "typo", "typo2", "inner", "junk")))
-        if shape in ("typo", "typo2"):
-            word = _edit(rng, word)
-            word = _edit(rng, word) if shape == "typo2" else word
-        elif shape == "inner" and len(word) > 4:
-            word = word[1:-1]
-        elif shape == "junk":
-            word = "qqzx" + word[:2]
-        words.append(word.upper() if draw(st.booleans()) else word)
-    return " ".join(words)
+queries = queries_over(WORDS)
 
 
 def _view(result: SessionQueryResult) -> list[tuple[Any, ...]]:

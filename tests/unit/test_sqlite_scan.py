@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tests.contracts.query_shapes import edit, queries_over
 
 from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.indexer.textfold import WORD_RE, fold
@@ -126,36 +127,7 @@ def providers(db: Path) -> Iterator[dict[tuple[int, bool], SQLiteProvider]]:
         provider.close()
 
 
-def _edit(rng: random.Random, word: str) -> str:
-    i = rng.randrange(len(word))
-    op = rng.choice("sidtp")
-    if op == "s":
-        return word[:i] + rng.choice("aeioust") + word[i + 1 :]
-    if op == "i":
-        return word[:i] + rng.choice("aeioust") + word[i:]
-    if op == "d" and len(word) > 2:
-        return word[:i] + word[i + 1 :]
-    if op == "t" and i + 1 < len(word):
-        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
-    return word[: max(2, i)]  # a prefix or a fragment
-
-
-@st.composite
-def queries(draw: st.DrawFn) -> str:
-    rng = random.Random(draw(st.integers(0, 2**32)))
-    words = []
-    for _ in range(draw(st.integers(1, 3))):
-        word = rng.choice(WORDS)
-        shape = draw(st.sampled_from(("same", "typo", "typo2", "inner", "junk")))
-        if shape in ("typo", "typo2"):
-            word = _edit(rng, word)
-            word = _edit(rng, word) if shape == "typo2" else word
-        elif shape == "inner" and len(word) > 4:
-            word = word[1:-1]
-        elif shape == "junk":
-            word = "qqzx" + word[:2]
-        words.append(word.upper() if draw(st.booleans()) else word)
-    return " ".join(words)
+queries = queries_over(WORDS)
 
 
 def _view(result: SessionQueryResult) -> list[tuple[Any, ...]]:
@@ -269,7 +241,7 @@ def test_hints_are_the_page_words_within_the_typo_budget() -> None:
 )
 def test_the_cheap_test_never_drops_an_entry_that_matches(text: list[str], word: str, seed: int) -> None:
     rng = random.Random(seed)
-    body = " ".join(_edit(rng, t) if rng.random() < 0.3 else t for t in text)
+    body = " ".join(edit(rng, t) if rng.random() < 0.3 else t for t in text)
     plan, _ = plan_request(SessionQueryRequest(query=word), Scope.workspace("w"), 50)
     for partial in (False, True):
         if score_text(body, plan.raw_words, plan.words, partial=partial) is not None:
