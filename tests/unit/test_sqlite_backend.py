@@ -80,6 +80,9 @@ def test_the_embedded_factories_build_the_sqlite_pieces(tmp_path: Path) -> None:
     with backend.open_log() as log, backend.open_indexer() as indexer:
         assert isinstance(log, SQLiteEntryLog) and isinstance(indexer.source, SQLiteSource)
         assert isinstance(indexer.view, SQLiteView)
+        assert log.live.max_per_session > 0
+    with backend.open_log(live=False) as bulk:  # a process that appends and exits keeps no live view
+        assert isinstance(bulk, SQLiteEntryLog) and bulk.live.max_per_session == 0
     with backend.open_provider(Scope.workspace("w"), max_limit=20) as provider:
         assert isinstance(provider, SQLiteProvider) and provider.max_limit == 20
 
