@@ -19,7 +19,7 @@ from sessionlog.query.engine import Corpus
 if TYPE_CHECKING:  # sqlite_hits imports candidates, which imports this module
     from sessionlog.query.sqlite_hits import Hits
 
-__all__ = ["Bounded", "SnapshotMemo"]
+__all__ = ["HITS_KEPT_MAX", "Bounded", "SnapshotMemo"]
 
 V = TypeVar("V")
 
@@ -41,6 +41,9 @@ class Bounded(Generic[V]):
             del self._items[next(iter(self._items))]
         return value
 
+    def discard(self, key: Hashable) -> None:
+        self._items.pop(key, None)
+
     def clear(self) -> None:
         self._items.clear()
 
@@ -50,7 +53,10 @@ SCORED_QUERIES: Final = 4
 #: Scores kept per query (a few MB at most).
 SCORES_MAX: Final = 200_000
 #: Entries placed (in or out of the scope) kept per filter set.
-PLACED_MAX: Final = 500_000
+PLACED_MAX: Final = 200_000
+#: Index hits (entries per word, summed) past which a query's hits are not kept: a few common
+#: words of a large file would otherwise hold hundreds of MB.
+HITS_KEPT_MAX: Final = 200_000
 
 
 class SnapshotMemo:

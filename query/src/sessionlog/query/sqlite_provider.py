@@ -53,7 +53,7 @@ from sessionlog.query.scope import Scope
 from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
 from sessionlog.query.sqlite_hits import Hits, create_instances
-from sessionlog.query.sqlite_memo import SnapshotMemo
+from sessionlog.query.sqlite_memo import HITS_KEPT_MAX, SnapshotMemo
 from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, page_hints, scan_rank
 
 __all__ = [
@@ -273,6 +273,8 @@ class SQLiteEngine:
             final = not any(w.best_after(phase) for w in words)
             if final or (len(top) >= need and top[need - 1][1] > outside + ceiling + ranking.EPSILON):
                 break
+        if sum(len(best) for best in hits.best) > HITS_KEPT_MAX:
+            self._memo.hits.discard((plan.words, rids))
         hints = [term for w in words for _, term in w.expansions] if typo_phase else []
         return top[offset:], hints
 
