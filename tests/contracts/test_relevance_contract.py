@@ -21,6 +21,7 @@ ORDER = "rel-order"  # D2's order inside a tier
 TIERS = "rel-tiers"  # D2's tiers
 READINGS = "rel-readings"  # an ambiguous typo
 SUBSTR = "rel-substr"  # a fragment inside an identifier, among many typo neighbours
+CLOSEST = "rel-closest"  # a short typo with more readings than a page holds
 CJK_FILLER = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏" * 8
 
 MAIN_TEXTS = [
@@ -79,6 +80,12 @@ SUBSTR_TEXTS = [
     *(f"{word} {n}" for n in range(12) for word in ("back", "black", "lack")),  # 5..40
 ]
 
+# "zorb": "zoreb" keeps every typed letter (the oldest entry), "zor" drops one, the rest change one.
+CLOSEST_TEXTS = [
+    "zoreb dances",  # 0
+    *(f"{word} {n}" for n in range(2) for word in ("zarb", "zerb", "zurb", "zorp", "zor")),  # 1..10
+]
+
 
 def _event(ws: str, sid: str, seq: int, text: str, kind: str = "user/message") -> dict[str, Any]:
     record: dict[str, Any] = {
@@ -103,12 +110,13 @@ def _header(ws: str, sid: str) -> dict[str, Any]:
 
 
 def records() -> list[dict[str, Any]]:
-    out = [_header(WS, sid) for sid in (MAIN, ORDER, TIERS, READINGS, SUBSTR)]
+    out = [_header(WS, sid) for sid in (MAIN, ORDER, TIERS, READINGS, SUBSTR, CLOSEST)]
     out += [_event(WS, MAIN, seq, text) for seq, text in enumerate(MAIN_TEXTS)]
     out += [_event(WS, ORDER, seq, text, kind) for seq, (text, kind) in enumerate(ORDER_TEXTS)]
     out += [_event(WS, TIERS, seq, text) for seq, text in enumerate(TIER_TEXTS)]
     out += [_event(WS, READINGS, seq, text) for seq, text in enumerate(READING_TEXTS)]
     out += [_event(WS, SUBSTR, seq, text) for seq, text in enumerate(SUBSTR_TEXTS)]
+    out += [_event(WS, CLOSEST, seq, text) for seq, text in enumerate(CLOSEST_TEXTS)]
     return out
 
 
@@ -291,9 +299,10 @@ BOTH_PATHS = [pytest.param(Scope.session(SUBSTR), id="session"), pytest.param(Sc
 
 @pytest.mark.parametrize("scope", BOTH_PATHS)
 def test_a_substring_shows_on_the_first_page_among_many_typo_neighbours(rel: Harness, scope: Scope) -> None:
-    # Exact, folded and prefix first; then the best entry of each reading (back, black, lack and
-    # "lback" inside callback) in D2's order, before a second entry of any.
-    expected = [3, 1, 2, 40, 39, 38, 0, 37, 36, 35]
+    # Exact, folded and prefix first; then the best entry of each reading before a second entry of
+    # any, the closest spelling first: "lback" inside callback (no edit), then lack and back (four
+    # of five letters kept, the newest first), then black (a swap).
+    expected = [3, 1, 2, 0, 40, 38, 39, 37, 35, 36]
     assert _in(rel, scope, "lback") == [(SUBSTR, seq) for seq in expected]
 
 
@@ -318,8 +327,19 @@ def test_substring_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness)
         cursor = result.next_cursor
         if cursor is None:
             break
-    assert seqs[:7] == [3, 1, 2, 40, 39, 38, 0]
+    assert seqs[:7] == [3, 1, 2, 0, 40, 38, 39]
     assert sorted(seqs) == [0, 1, 2, 3, *sorted(NEIGHBOURS)]
+
+
+@pytest.mark.parametrize(
+    "scope", [pytest.param(Scope.session(CLOSEST), id="session"), pytest.param(Scope.workspace(WS), id="ws")]
+)
+def test_the_closest_readings_of_a_short_typo_come_first(rel: Harness, scope: Scope) -> None:
+    # D2 alone would start with the newest entries; zoreb, the closest spelling, is the oldest.
+    assert _in(rel, scope, "zorb", limit=3) == [(CLOSEST, 0), (CLOSEST, 10), (CLOSEST, 9)]
+    # Then the other readings by D2 (all three change one letter), then the second entries.
+    rest = [8, 7, 6, 5, 4, 3, 2, 1]
+    assert _in(rel, scope, "zorb", limit=11) == [(CLOSEST, seq) for seq in [0, 10, 9, *rest]]
 
 
 # -- tenant isolation of typo candidates (issue 14) ------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
-from sessionlog.query.readings import diversify, tier_of, window_needed
+from sessionlog.query.readings import closeness, diversify, tier_of, window_needed
 from sessionlog.query.scoring import TIER_FUZZY, TIER_FUZZY2, score_text, text_reading, typo_reading
 
 
@@ -91,7 +91,24 @@ def test_the_substring_reading_shows_among_the_typo_readings() -> None:
     plan = _plan("lback")
     texts = ["on_callback hook", *(f"{w} {n}" for n in range(4) for w in ("back", "black", "lack"))]
     order = [h.seq for h in diversify(plan, _hits(plan, texts))]
-    assert order[:4] == [12, 11, 10, 0]  # lack, black, back, then the substring, by recency
+    # The substring first (no edit), then lack and back (four of the five letters kept) by recency,
+    # then black (a swap: one edit, but two letters out of order).
+    assert order[:4] == [0, 12, 10, 11]
+
+
+def test_closeness_is_the_share_of_letters_kept_in_order() -> None:
+    assert closeness(["caro"], ["claro"]) > closeness(["caro"], ["car"]) > closeness(["caro"], ["card"])
+    assert closeness(["caro"], [""]) == closeness(["caro"], ["caro"]) == 1.0  # no typo, or inside a word
+    assert closeness(["caro", "bill"], ["card", ""]) == closeness(["caro"], ["card"]) + 1.0
+    assert closeness(["caro", "bill"], ()) == 2.0  # an entry above the typo tiers
+
+
+def test_the_closest_readings_come_first_when_a_page_cannot_hold_them_all() -> None:
+    plan = _plan("caro")
+    # D2 alone puts the newest first: claro, written first, is the oldest entry.
+    texts = ["claro que si", *(f"{w} note" for w in ("card", "cart", "coro", "care", "cars", "car"))]
+    order = [h.text.split()[0] for h in diversify(plan, _hits(plan, texts))]
+    assert order == ["claro", "car", "cars", "care", "coro", "cart", "card"]
 
 
 def _hit(seq: int, text: str, score: float) -> EngineHit:

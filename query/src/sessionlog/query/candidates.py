@@ -74,11 +74,16 @@ def phrase(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Arm:
-    """One lookup: ``sql`` selects the ``rowid`` of matching events; ``tier`` bounds their tier."""
+    """One lookup: ``sql`` selects the ``rowid`` of matching events; ``tier`` bounds their tier.
+
+    An identifier's parts arm (:data:`PARTS`) also carries ``every``: per part, the lookups of
+    which one must find the entry; ``sql`` is then the whole intersection, for a caller that
+    cannot start from the rarest part (:mod:`sessionlog.query.sqlite_parts`)."""
 
     sql: str
     params: tuple[Any, ...]
     tier: float
+    every: tuple[tuple[Arm, ...], ...] = ()
 
 
 def _words_arm(match: str, tier: float) -> Arm:
@@ -165,18 +170,21 @@ class WordArms:
                 out.append(_table_arm("events_tri", phrase(word), TIER_SUBSTRING))
             return out
         if phase == PARTS and self.compound and self.parts:
-            every = " INTERSECT ".join(f"SELECT rowid FROM ({p._any_sql()[0]})" for p in self.parts)
-            params = tuple(v for p in self.parts for v in p._any_sql()[1])
-            return [Arm(every, params, TIER_PARTS)]
+            every = tuple(p._any_arms() for p in self.parts)
+            sql = " INTERSECT ".join(
+                f"SELECT rowid FROM ({' UNION '.join(a.sql for a in arms)})" for arms in every
+            )
+            params = tuple(v for arms in every for a in arms for v in a.params)
+            return [Arm(sql, params, TIER_PARTS, every)]
         return []
 
-    def _any_sql(self) -> tuple[str, tuple[Any, ...]]:
-        """Entries where this (plain) part matches at any tier but the prefix one."""
+    def _any_arms(self) -> tuple[Arm, ...]:
+        """The lookups of entries where this (plain) part matches at any tier but the prefix one."""
         terms = [phrase(self.text), *(phrase(t) for _, t in self.expansions)]
         arms = [_words_arm(" OR ".join(terms), TIER_EXACT)]
         if len(self.text) >= 3:
             arms.append(_table_arm("events_tri", phrase(self.text), TIER_SUBSTRING))
-        return " UNION ".join(a.sql for a in arms), tuple(v for a in arms for v in a.params)
+        return tuple(arms)
 
     def has(self, phase: int) -> bool:
         if phase == TYPO:

@@ -9,6 +9,12 @@ the first page shows the best entry (in D2's order) of every reading before the 
 Tiers are never crossed, and entries matched without a typo count as one reading (their order is
 exactly D2's).
 
+When a short typo has more readings than a page holds (``caro``: ``car``, ``care``, ``card``,
+``cairo``, ``claro``, …), the readings whose spelling is closest to the typed word come first
+(:func:`closeness`): every reading is one edit away, but ``claro`` keeps all four typed letters
+in order and ``card`` keeps three. Among equally close readings, D2's order of their best entries
+decides. The word itself inside a longer word is the closest reading (no edit at all).
+
 Both backends apply this the same way, in the provider core, to the engine's hits in D2's order:
 when a page could end inside a tier that may hold typo matches, the engine is asked for the first
 :data:`WINDOW` entries (not returned by earlier pages) and the page is taken from their reordering.
@@ -20,11 +26,13 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
+from rapidfuzz.distance import Indel
+
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
 from sessionlog.query.scoring import TIER_EXACT, TIER_FUZZY, fuzzy_budget, text_reading
 
-__all__ = ["WINDOW", "diversify", "tier_of", "window_needed"]
+__all__ = ["WINDOW", "closeness", "diversify", "tier_of", "window_needed"]
 
 #: Entries (in D2's order) whose readings a page is drawn from.
 WINDOW: Final = 300
@@ -52,7 +60,8 @@ def window_needed(plan: QueryPlan, hits: Sequence[EngineHit], size: int) -> bool
 
 
 def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
-    """``hits`` (in D2's order) ordered by tier, then rank within their reading, then D2's order.
+    """``hits`` (in D2's order) ordered by tier, then rank within their reading, then the reading's
+    :func:`closeness` to the typed words, then D2's order.
 
     The tier and the reading of a hit in a tier that may hold typo matches come from its text
     (:func:`~sessionlog.query.scoring.text_reading`), so the order is the one ``score_text`` gives
@@ -63,7 +72,7 @@ def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
     if not hits or tier_of(min(hit.score for hit in hits)) > ceiling:
         return list(hits)
     seen: dict[tuple[float, tuple[str, ...]], int] = {}
-    keyed: list[tuple[float, int, int, EngineHit]] = []
+    keyed: list[tuple[float, int, float, int, EngineHit]] = []
     for index, hit in enumerate(hits):
         tier = tier_of(hit.score)
         reading: tuple[str, ...] = ()
@@ -75,6 +84,22 @@ def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
             reading = found[1]
         rank = seen.get((tier, reading), 0)
         seen[tier, reading] = rank + 1
-        keyed.append((-tier, rank, index, hit))
-    keyed.sort(key=lambda item: item[:3])
-    return [item[3] for item in keyed]
+        keyed.append((-tier, rank, -closeness(plan.words, reading), index, hit))
+    keyed.sort(key=lambda item: item[:4])
+    return [item[4] for item in keyed]
+
+
+def closeness(words: Sequence[str], reading: Sequence[str]) -> float:
+    """How close a reading's spelling is to the typed words: per word, the share of the letters
+    of both spellings that they have in common in order (normalized Indel similarity, 1.0 for the
+    word itself or a word read without a typo), summed over the words.
+
+    ``caro`` read as ``claro`` (all four letters kept) is closer than read as ``card`` (three
+    kept), though both are one edit away."""
+    if not reading:  # an entry above the typo tiers
+        return float(len(words))
+    total = float(len(words))
+    for word, term in zip(words, reading, strict=True):
+        if term and term != word:
+            total -= 1.0 - Indel.normalized_similarity(word, term)
+    return total

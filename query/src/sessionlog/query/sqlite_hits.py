@@ -17,7 +17,7 @@ matches, the window of readings, the next page) adds only the phases it needs be
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from sessionlog.query import candidates as arms_of
@@ -31,6 +31,7 @@ from sessionlog.query.scoring import (
     is_compound,
     phrase_words,
 )
+from sessionlog.query.sqlite_parts import parts_rowids
 
 __all__ = ["INSTANCES", "Hits", "create_instances"]
 
@@ -65,26 +66,56 @@ class Hits:
         self.bonus: list[dict[int, float] | None] = [None for _ in words]
         self._most = [0.0 if is_compound(w.text) or w.cjk else _MOST for w in words]
         self.added: set[int] = set()
+        # Phases added only for entries that can hold every word (see :meth:`add`).
+        self.narrowed: set[int] = set()
         #: Candidates already built from this state: (state, partial) → (the placed map, list).
         self.built: dict[tuple[object, ...], tuple[object, list[Any]]] = {}
 
     def state(self) -> tuple[object, ...]:
         """What the bounds depend on: the phases added and the words counted."""
-        return (frozenset(self.added), tuple(bonus is not None for bonus in self.bonus))
+        added = (frozenset(self.added), frozenset(self.narrowed))
+        return (added, tuple(bonus is not None for bonus in self.bonus))
 
-    def add(self, conn: sqlite3.Connection, phase: int) -> None:
-        """Add the hits of ``phase``'s arms (the phrase arm comes with the first); once per phase."""
-        if phase in self.added:
+    def _hit_by_all(self, words: Sequence[int]) -> set[int]:
+        """The entries every one of ``words`` (indexes) hit."""
+        bests = sorted((self.best[i] for i in words), key=len)
+        found = set(bests[0])
+        for best in bests[1:]:
+            found.intersection_update(best)
+        return found
+
+    def add(self, conn: sqlite3.Connection, phase: int, partial: bool = True) -> None:
+        """Add the hits of ``phase``'s arms (the phrase arm comes with the first); once per phase.
+
+        Not ``partial`` (only entries with every word count), an identifier's parts are looked up
+        only in the entries the words already complete all hit: ``test_call`` next to a rare word
+        reads the few entries of that word, not every ``test`` and ``call`` entry of the file, and
+        the second identifier of a query reads only the entries the first one's parts found. A
+        later ``partial`` call adds the phase again, whole."""
+        if phase in self.added or (not partial and phase in self.narrowed):
             return
-        self.added.add(phase)
+        narrow = not partial and phase == arms_of.PARTS
+        # The parts phase is the last: every word but the identifiers already has all its hits.
+        done = [i for i, word in enumerate(self.words) if not word.has(arms_of.PARTS)] if narrow else []
+        narrowed = False
         within, bounds = ("", ()) if self.rids is None else (" WHERE rowid BETWEEN ? AND ?", self.rids)
         for i, word in enumerate(self.words):
             best = self.best[i]
             for arm in word.arms(phase):
                 tier = arm.tier
-                for (rid,) in conn.execute(f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds)):
+                if arm.every:
+                    only = self._hit_by_all(done) if done else None
+                    narrowed = narrowed or only is not None
+                    found: Iterable[int] = parts_rowids(conn, arm, within, bounds, only)
+                else:
+                    sql = f"SELECT rowid FROM ({arm.sql}){within}"
+                    found = (rid for (rid,) in conn.execute(sql, (*arm.params, *bounds)))
+                for rid in found:
                     if best.get(rid, -1.0) < tier:
                         best[rid] = tier
+            if narrow:
+                done.append(i)
+        (self.narrowed if narrowed else self.added).add(phase)
         if phase == arms_of.EXACT and len(self.words) > 1:
             text = arms_of.phrase(" ".join(phrase_words([w.text for w in self.words])))
             phrase_sql = "SELECT rowid FROM events_tri WHERE events_tri MATCH ?"

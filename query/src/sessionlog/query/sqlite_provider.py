@@ -261,7 +261,7 @@ class SQLiteEngine:
                     )
             if phase != arms_of.EXACT and not any(w.has(phase) for w in words):
                 continue
-            hits.add(conn, phase)
+            hits.add(conn, phase, partial)
             self._check_deadline()
             ranking.place(conn, self.scope, plan, session_id, hits.entries(partial), placed)
             candidates = ranking.candidates(hits, partial, placed)
