@@ -241,15 +241,19 @@ def _edit(rng: random.Random, word: str, edits: int) -> str:
     return word
 
 
-def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: Path) -> None:
-    rng = random.Random(5)
-    vocab = sorted({_random_word(rng) for _ in range(4000)})
-    path = tmp_path / "terms.db"
+def _vocabulary_file(path: Path, vocab: list[str]) -> sqlite3.Connection:
+    """A view file whose workspace ``w`` has ``vocab`` as its terms, opened."""
     with SQLiteView(path) as view:
         view.ensure_schema()
         with view.transaction():
             view._add_terms([("w", t) for t in vocab])
-    conn = connect(path)
+    return connect(path)
+
+
+def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    vocab = sorted({_random_word(rng) for _ in range(4000)})
+    conn = _vocabulary_file(tmp_path / "terms.db", vocab)
     found_far = wanted_far = 0
     try:
         for _ in range(400):
@@ -285,12 +289,7 @@ def test_typo_candidates_of_a_word_with_digits_are_every_term_the_digit_rule_all
     # digit rule (equal digit skeletons, edits in the letters): nothing the rule allows is missed.
     rng = random.Random(9)
     vocab = sorted({_mixed_word(rng) for _ in range(3000)} | {_random_word(rng) for _ in range(1000)})
-    path = tmp_path / "mixed.db"
-    with SQLiteView(path) as view:
-        view.ensure_schema()
-        with view.transaction():
-            view._add_terms([("w", t) for t in vocab])
-    conn = connect(path)
+    conn = _vocabulary_file(tmp_path / "mixed.db", vocab)
     mixed = [t for t in vocab if any(c.isdigit() for c in t)]
     try:
         for _ in range(300):
