@@ -7,10 +7,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sessionlog.backend import Backend
 from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.query import Scope, SessionQueryRequest
+from sessionlog.query import Scope, SessionQueryRequest, sqlite_provider
 from sessionlog.query.engine import Corpus
 from sessionlog.query.sqlite_memo import Bounded, SnapshotMemo
 from sessionlog.query.sqlite_provider import SQLiteProvider
@@ -93,3 +95,34 @@ def test_an_idle_catch_up_does_not_wait_for_a_poll_interval(tmp_path: Path) -> N
     # The backend's providers catch up before each read the same way.
     with Backend.embedded(path).open_provider(Scope.workspace("ws-a")) as provider:
         assert provider.search(SessionQueryRequest(query="again")).matches
+
+
+def test_placing_hits_by_the_workspace_s_entries_gives_the_same_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A common word's hits span every workspace; past a threshold the scope's entries are read
+    # instead of each hit looked up (sqlite_provider._members). Forced on and off: same pages.
+    path = tmp_path / "members.db"
+    words = ("ledger", "ledgers", "hedge", "legend", "edger")
+    records: list[dict[str, Any]] = []
+    for ws in ("ws-a", "ws-b", "ws-c"):
+        for s in range(3):
+            session = f"{ws}-s{s}"
+            records.append(_header(session, ws))
+            records += [_event(session, i, f"{words[(i + s) % 5]} note {i}", ws) for i in range(40)]
+    with SQLiteEntryLog(path) as log:
+        log.append_many(records)
+    _index(path)
+    pages: dict[str, list[list[tuple[str, int]]]] = {}
+    for name, past, cost in (("lookups", 10**9, 2), ("members", 0, 10**9)):
+        monkeypatch.setattr(sqlite_provider, "_MEMBERS_PAST", past)
+        monkeypatch.setattr(sqlite_provider, "_LOOKUP_COST", cost)
+        with SQLiteProvider(Scope.workspace("ws-b"), path, scan_max_rows=0) as provider:
+            results = [
+                provider.search(SessionQueryRequest(query=q, limit=7))
+                for q in ("ledger", "ledgr", "note", "edgre note", "hedge 12")
+            ]
+            pages[name] = [[(m.session_id, m.seq) for m in result.matches] for result in results]
+            assert provider.engine._memo.members.get(("ws-b",)) is not None or name == "lookups"
+    assert pages["members"] == pages["lookups"]
+    assert all(page and all(sid.startswith("ws-b-") for sid, _ in page) for page in pages["members"])

@@ -23,7 +23,7 @@ from sessionlog.ingest.sqlite_log import SQLiteEntryLog, connect
 from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
 from sessionlog.query.cursor import encode_cursor, request_fingerprint
 from sessionlog.query.plan import excerpt_budget, plan_request
-from sessionlog.query.scoring import score_text, typo_budget
+from sessionlog.query.scoring import fuzzy_budget, score_text, typo_budget, typo_match
 from sessionlog.query.sqlite_provider import SQLiteProvider, typo_candidates
 
 VOCAB = [
@@ -241,15 +241,19 @@ def _edit(rng: random.Random, word: str, edits: int) -> str:
     return word
 
 
-def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: Path) -> None:
-    rng = random.Random(5)
-    vocab = sorted({_random_word(rng) for _ in range(4000)})
-    path = tmp_path / "terms.db"
+def _vocabulary_file(path: Path, vocab: list[str]) -> sqlite3.Connection:
+    """A view file whose workspace ``w`` has ``vocab`` as its terms, opened."""
     with SQLiteView(path) as view:
         view.ensure_schema()
         with view.transaction():
             view._add_terms([("w", t) for t in vocab])
-    conn = connect(path)
+    return connect(path)
+
+
+def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    vocab = sorted({_random_word(rng) for _ in range(4000)})
+    conn = _vocabulary_file(tmp_path / "terms.db", vocab)
     found_far = wanted_far = 0
     try:
         for _ in range(400):
@@ -269,6 +273,37 @@ def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: 
         conn.close()
     assert wanted_far > 20
     assert found_far / wanted_far >= 0.8, (found_far, wanted_far)
+
+
+def _mixed_word(rng: random.Random) -> str:
+    runs = [_random_word(rng)[: rng.randint(2, 5)], str(rng.randint(0, 99))]
+    if rng.random() < 0.5:
+        runs.append(_random_word(rng)[: rng.randint(1, 4)])
+    if rng.random() < 0.3:
+        runs.append(str(rng.randint(0, 9)))
+    return "".join(runs)
+
+
+def test_typo_candidates_of_a_word_with_digits_are_every_term_the_digit_rule_allows(tmp_path: Path) -> None:
+    # A word with digits compares only the terms holding its digit runs in order (GLOB), then the
+    # digit rule (equal digit skeletons, edits in the letters): nothing the rule allows is missed.
+    rng = random.Random(9)
+    vocab = sorted({_mixed_word(rng) for _ in range(3000)} | {_random_word(rng) for _ in range(1000)})
+    conn = _vocabulary_file(tmp_path / "mixed.db", vocab)
+    mixed = [t for t in vocab if any(c.isdigit() for c in t)]
+    try:
+        for _ in range(300):
+            term = rng.choice(mixed)
+            letters = [i for i, c in enumerate(term) if c.isalpha()]
+            i = rng.choice(letters)
+            query = term[:i] + rng.choice("abcdefghijklmnoprstuy") + term[i + 1 :]
+            if rng.random() < 0.5 and len(letters) > 1:
+                query = query[:i] + query[i + 1 :] if query[i].isalpha() else query
+            budget = fuzzy_budget(query)  # the letters' budget
+            truth = {t for t in vocab if t != query and budget and typo_match(query, t, budget) is not None}
+            assert set(typo_candidates(conn, query, ["w"], limit=10_000)) == truth, query
+    finally:
+        conn.close()
 
 
 def test_no_typo_candidates_for_short_words_or_numbers(db: Path) -> None:

@@ -15,6 +15,7 @@ right one), up to a safety valve that marks the expansion incomplete instead.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ _TRIGRAM_PROBE_LIMIT: Final = 20_000
 #: and the probe 21–110 ms.
 _SCAN_TERMS_MAX: Final = 150_000
 _TOP: Final = "\U0010ffff"
+_DIGIT_RUNS: Final = re.compile(r"\d+")
 
 
 def phrase(text: str) -> str:
@@ -295,14 +297,14 @@ def _near_terms(
     conn: sqlite3.Connection, word: str, budget: int, marks: str, window: tuple[Any, ...]
 ) -> list[str]:
     """The workspaces' terms of a near length within ``budget`` edits of ``word`` (OSA distance,
-    compared in C; the digit rule is applied by the caller's ``typo_match``: a word with digits
-    compares every term there)."""
-    terms = [
-        r[0]
-        for r in conn.execute(f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ?", window)
-    ]
+    compared in C). For a word with digits, the terms holding its digit runs in the same order
+    (``GLOB``, in C: every term with the same digit skeleton does); the caller's ``typo_match``
+    then applies the digit rule."""
+    near = f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ?"
     if mixed_key(word) is not None:
-        return terms
+        runs = "*" + "*".join(_DIGIT_RUNS.findall(word)) + "*"
+        return [r[0] for r in conn.execute(f"{near} AND term GLOB ?", (*window, runs))]
+    terms = [r[0] for r in conn.execute(near, window)]
     return [
         term
         for term, _, _ in process.extract(word, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)

@@ -60,8 +60,8 @@ HITS_KEPT_MAX: Final = 200_000
 
 
 class SnapshotMemo:
-    """Counts, typo candidates, rowid ranges, index hits, placed entries and scores computed on
-    one version of the data."""
+    """Counts, typo candidates, rowid ranges, index hits, a workspace scope's entries, placed
+    entries and scores computed on one version of the data."""
 
     def __init__(self) -> None:
         self._data: Hashable = None
@@ -70,6 +70,7 @@ class SnapshotMemo:
         self.ranges: Bounded[tuple[int, int]] = Bounded(64)
         self.sizes: Bounded[int] = Bounded(256)
         self.hits: Bounded[Hits] = Bounded(SCORED_QUERIES)
+        self.members: Bounded[frozenset[int]] = Bounded(2)
         self._scores: Bounded[dict[int, float | None]] = Bounded(SCORED_QUERIES)
         self._placed: Bounded[dict[int, tuple[int, str, bool] | None]] = Bounded(SCORED_QUERIES)
 
@@ -82,6 +83,7 @@ class SnapshotMemo:
             self.ranges.clear()
             self.sizes.clear()
             self.hits.clear()
+            self.members.clear()
             self._scores.clear()
             self._placed.clear()
 

@@ -70,6 +70,11 @@ LOG_TOPIC: Final = "log"
 _CHUNK: Final = 500  # rids per ``IN`` list
 #: Candidates per entry of the page past which the words' occurrences are read from the index.
 _COUNT_PAST: Final = 4
+#: Hits to place past which a workspace scope's entries may be read instead of looking each up.
+_MEMBERS_PAST: Final = 20_000
+#: A hit's lookup costs about twice what reading one entry of the workspace's index does (about
+#: 1.1 µs against 0.5 µs at 1M entries).
+_LOOKUP_COST: Final = 2
 
 
 class SQLiteEngine:
@@ -149,7 +154,9 @@ class SQLiteEngine:
         if known is not None:
             return known
         where = (scope_sql, scope_params), (filter_sql, filter_params)
-        return self._memo.counts.put(key, self._count_now(conn, session_id, live_topic, *where))
+        corpus = self._count_now(conn, session_id, live_topic, *where)
+        self._memo.sizes.put(("scope", session_id), corpus.total)
+        return self._memo.counts.put(key, corpus)
 
     def _count_now(
         self,
@@ -263,7 +270,9 @@ class SQLiteEngine:
                 continue
             hits.add(conn, phase, partial)
             self._check_deadline()
-            ranking.place(conn, self.scope, plan, session_id, hits.entries(partial), placed)
+            entries = hits.entries(partial)
+            members = self._members(conn, session_id, len(entries) - len(placed))
+            ranking.place(conn, self.scope, plan, session_id, entries, placed, members)
             candidates = ranking.candidates(hits, partial, placed)
             if len(candidates) > _COUNT_PAST * need and hits.count(conn):
                 candidates = ranking.candidates(hits, partial, placed)  # tighter bounds: stop sooner
@@ -277,6 +286,26 @@ class SQLiteEngine:
             self._memo.hits.discard((plan.words, rids))
         hints = [term for w in words for _, term in w.expansions] if typo_phase else []
         return top[offset:], hints
+
+    def _members(
+        self, conn: sqlite3.Connection, session_id: str | None, unknown: int
+    ) -> frozenset[int] | None:
+        """A workspace scope's entries, when more hits are still to be placed than half the scope
+        holds (and more than :data:`_MEMBERS_PAST`): a common word's hits span the whole file, and
+        reading the scope's entries from its index costs less than looking each hit up (``hane``
+        at 1M entries: 80,000 hits, of which 5,000 in a workspace of 61,000 entries)."""
+        if session_id is not None or self.scope.kind != "workspaces" or unknown <= _MEMBERS_PAST:
+            return None
+        size = self._memo.sizes.get(("scope", None))
+        if size is None or unknown * _LOOKUP_COST < size:
+            return None
+        key = tuple(self.scope.ids)
+        known = self._memo.members.get(key)
+        if known is None:
+            marks = ",".join("?" * len(key))
+            rows = conn.execute(f"SELECT e.rid FROM events e WHERE e.workspace_id IN ({marks})", key)
+            known = self._memo.members.put(key, frozenset(rid for (rid,) in rows))
+        return known
 
     def _rid_range(self, conn: sqlite3.Connection, session_id: str | None) -> tuple[int, int] | None:
         """The lowest and highest rowid of a session scope (or a session-narrowed search): a
