@@ -131,10 +131,10 @@ class SQLiteEngine:
         hints: list[str] = []
         if plan.browse:
             page = [(rid, 0.0) for rid in self._browse(conn, plan, query.session_id, query.single, 0, need)]
-        elif (scanned := self._scan(conn, plan, query.session_id, query.partial, need)) is not None:
+        elif scanned := self._scan(conn, plan, query.session_id, query.partial, need, query.skip):
             page, hints = scanned
         else:
-            page, hints = self._rank(conn, plan, query.session_id, query.partial, 0, need)
+            page, hints = self._rank(conn, plan, query.session_id, query.partial, 0, need, query.skip)
         if query.exclude:
             seen = set(query.exclude)
             ids = self._doc_ids(conn, [rid for rid, _ in page])
@@ -214,7 +214,13 @@ class SQLiteEngine:
         return [int(r[0]) for r in rows]
 
     def _scan(
-        self, conn: sqlite3.Connection, plan: QueryPlan, session_id: str | None, partial: bool, need: int
+        self,
+        conn: sqlite3.Connection,
+        plan: QueryPlan,
+        session_id: str | None,
+        partial: bool,
+        need: int,
+        skip: frozenset[str],
     ) -> tuple[list[tuple[int, float]], list[str]] | None:
         """The page of a scope small enough to scan (:mod:`sessionlog.query.sqlite_scan`), else ``None``."""
         if not self.scan_max_rows:
@@ -222,7 +228,7 @@ class SQLiteEngine:
         scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
         filter_sql, filter_params = ranking.filter_where(plan)
         where = (f"{scope_sql} AND {filter_sql}", [*scope_params, *filter_params])
-        found = scan_rank(conn, where, plan, partial, need, self._check_deadline, self.scan_max_rows)
+        found = scan_rank(conn, where, plan, partial, need, self._check_deadline, self.scan_max_rows, skip)
         if found is None:
             return None
         page, texts = found
@@ -236,6 +242,7 @@ class SQLiteEngine:
         partial: bool,
         offset: int,
         size: int,
+        skip: frozenset[str] = frozenset(),
     ) -> tuple[list[tuple[int, float]], list[str]]:
         """``(rid, score)`` of the page ``offset .. offset + size`` of the ranking, and the typo
         candidates (excerpt hints).
@@ -249,8 +256,10 @@ class SQLiteEngine:
         workspaces = arms_of.scope_workspaces(conn, self.scope.kind, self.scope.ids)
         memo = self._memo.scores((plan.raw_words, plan.words, partial))
         filter_sql, filter_params = ranking.filter_where(plan)
-        placed = self._memo.placed((filter_sql, *filter_params, session_id))
+        placed = self._memo.placed((filter_sql, *filter_params, session_id, skip))
         rids = self._rid_range(conn, session_id)
+        if skip and not placed:  # entries holding a skipped word are out, like entries out of scope
+            placed.update(dict.fromkeys(self._holding(conn, skip, rids)))
         hits = self._memo.hits.get((plan.words, rids))
         if hits is None:  # a query's hits do not depend on partial, the page or the filters
             last = len(plan.words) - 1
@@ -306,6 +315,15 @@ class SQLiteEngine:
             rows = conn.execute(f"SELECT e.rid FROM events e WHERE e.workspace_id IN ({marks})", key)
             known = self._memo.members.put(key, frozenset(rid for (rid,) in rows))
         return known
+
+    @staticmethod
+    def _holding(conn: sqlite3.Connection, words: frozenset[str], rids: tuple[int, int] | None) -> list[int]:
+        """The entries holding any of ``words`` as a word (within the rowid range, if any)."""
+        match = " OR ".join(arms_of.phrase(word) for word in sorted(words))
+        sql = "SELECT rowid FROM events_words WHERE events_words MATCH ?"
+        if rids is None:
+            return [rid for (rid,) in conn.execute(sql, (match,))]
+        return [rid for (rid,) in conn.execute(f"{sql} AND rowid BETWEEN ? AND ?", (match, *rids))]
 
     def _rid_range(self, conn: sqlite3.Connection, session_id: str | None) -> tuple[int, int] | None:
         """The lowest and highest rowid of a session scope (or a session-narrowed search): a
