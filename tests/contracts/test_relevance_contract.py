@@ -323,16 +323,21 @@ def test_three_grams_apart_are_not_a_substring(rel: Harness, scope: Scope) -> No
     assert _in(rel, scope, "lanc") == [(SUBSTR, 4)]  # inside "balance"
 
 
-def test_substring_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
-    provider = rel.provider(Scope.session(SUBSTR))
+def _every_page(harness: Harness, scope: Scope, query: str, limit: int) -> list[int]:
+    """The seqs of every page of ``query``, following the cursor to the end."""
+    provider = harness.provider(scope)
     seqs: list[int] = []
     cursor: str | None = None
     while True:
-        result = provider.search(SessionQueryRequest(query="lback", limit=7, cursor=cursor))
+        result = provider.search(SessionQueryRequest(query=query, limit=limit, cursor=cursor))
         seqs += [m.seq for m in result.matches]
         cursor = result.next_cursor
         if cursor is None:
-            break
+            return seqs
+
+
+def test_substring_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
+    seqs = _every_page(rel, Scope.session(SUBSTR), "lback", 7)
     assert seqs[:7] == [3, 1, 2, 0, 40, 38, 39]
     assert sorted(seqs) == [0, 1, 2, 3, *sorted(NEIGHBOURS)]
 
@@ -355,16 +360,7 @@ def test_a_reading_that_fills_the_window_does_not_hide_the_others(rel: Harness, 
     # The first 300 entries in D2's order are all qorz; a second window without them holds the
     # other readings, and the closest (qoryx: every typed letter kept) comes first.
     assert _in(rel, scope, "qorx", limit=3) == [(CROWD, 0), (CROWD, 311), (CROWD, 1)]
-    provider = rel.provider(scope)
-    seqs: list[int] = []
-    cursor: str | None = None
-    while True:
-        result = provider.search(SessionQueryRequest(query="qorx", limit=50, cursor=cursor))
-        seqs += [m.seq for m in result.matches]
-        cursor = result.next_cursor
-        if cursor is None:
-            break
-    assert sorted(seqs) == list(range(312))  # every entry once, over the pages
+    assert sorted(_every_page(rel, scope, "qorx", 50)) == list(range(312))  # each entry once
 
 
 # -- tenant isolation of typo candidates (issue 14) ------------------------------------------------------
