@@ -22,6 +22,7 @@ TIERS = "rel-tiers"  # D2's tiers
 READINGS = "rel-readings"  # an ambiguous typo
 SUBSTR = "rel-substr"  # a fragment inside an identifier, among many typo neighbours
 CLOSEST = "rel-closest"  # a short typo with more readings than a page holds
+CROWD = "rel-crowd"  # one reading with more entries than the window of readings
 CJK_FILLER = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏" * 8
 
 MAIN_TEXTS = [
@@ -86,6 +87,10 @@ CLOSEST_TEXTS = [
     *(f"{word} {n}" for n in range(2) for word in ("zarb", "zerb", "zurb", "zorp", "zor")),  # 1..10
 ]
 
+# "qorx": "qoryx" (the oldest entry) and "qarx" are readings, and 310 newer "qorz" entries fill
+# the 300-entry window of readings on their own.
+CROWD_TEXTS = ["the qoryx valve", "a qarx", *(f"qorz reading {n}" for n in range(310))]
+
 
 def _event(ws: str, sid: str, seq: int, text: str, kind: str = "user/message") -> dict[str, Any]:
     record: dict[str, Any] = {
@@ -110,13 +115,14 @@ def _header(ws: str, sid: str) -> dict[str, Any]:
 
 
 def records() -> list[dict[str, Any]]:
-    out = [_header(WS, sid) for sid in (MAIN, ORDER, TIERS, READINGS, SUBSTR, CLOSEST)]
+    out = [_header(WS, sid) for sid in (MAIN, ORDER, TIERS, READINGS, SUBSTR, CLOSEST, CROWD)]
     out += [_event(WS, MAIN, seq, text) for seq, text in enumerate(MAIN_TEXTS)]
     out += [_event(WS, ORDER, seq, text, kind) for seq, (text, kind) in enumerate(ORDER_TEXTS)]
     out += [_event(WS, TIERS, seq, text) for seq, text in enumerate(TIER_TEXTS)]
     out += [_event(WS, READINGS, seq, text) for seq, text in enumerate(READING_TEXTS)]
     out += [_event(WS, SUBSTR, seq, text) for seq, text in enumerate(SUBSTR_TEXTS)]
     out += [_event(WS, CLOSEST, seq, text) for seq, text in enumerate(CLOSEST_TEXTS)]
+    out += [_event(WS, CROWD, seq, text) for seq, text in enumerate(CROWD_TEXTS)]
     return out
 
 
@@ -317,16 +323,21 @@ def test_three_grams_apart_are_not_a_substring(rel: Harness, scope: Scope) -> No
     assert _in(rel, scope, "lanc") == [(SUBSTR, 4)]  # inside "balance"
 
 
-def test_substring_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
-    provider = rel.provider(Scope.session(SUBSTR))
+def _every_page(harness: Harness, scope: Scope, query: str, limit: int) -> list[int]:
+    """The seqs of every page of ``query``, following the cursor to the end."""
+    provider = harness.provider(scope)
     seqs: list[int] = []
     cursor: str | None = None
     while True:
-        result = provider.search(SessionQueryRequest(query="lback", limit=7, cursor=cursor))
+        result = provider.search(SessionQueryRequest(query=query, limit=limit, cursor=cursor))
         seqs += [m.seq for m in result.matches]
         cursor = result.next_cursor
         if cursor is None:
-            break
+            return seqs
+
+
+def test_substring_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
+    seqs = _every_page(rel, Scope.session(SUBSTR), "lback", 7)
     assert seqs[:7] == [3, 1, 2, 0, 40, 38, 39]
     assert sorted(seqs) == [0, 1, 2, 3, *sorted(NEIGHBOURS)]
 
@@ -340,6 +351,16 @@ def test_the_closest_readings_of_a_short_typo_come_first(rel: Harness, scope: Sc
     # Then the other readings by D2 (all three change one letter), then the second entries.
     rest = [8, 7, 6, 5, 4, 3, 2, 1]
     assert _in(rel, scope, "zorb", limit=11) == [(CLOSEST, seq) for seq in [0, 10, 9, *rest]]
+
+
+@pytest.mark.parametrize(
+    "scope", [pytest.param(Scope.session(CROWD), id="session"), pytest.param(Scope.workspace(WS), id="ws")]
+)
+def test_a_reading_that_fills_the_window_does_not_hide_the_others(rel: Harness, scope: Scope) -> None:
+    # The first 300 entries in D2's order are all qorz; a second window without them holds the
+    # other readings, and the closest (qoryx: every typed letter kept) comes first.
+    assert _in(rel, scope, "qorx", limit=3) == [(CROWD, 0), (CROWD, 311), (CROWD, 1)]
+    assert sorted(_every_page(rel, scope, "qorx", 50)) == list(range(312))  # each entry once
 
 
 # -- tenant isolation of typo candidates (issue 14) ------------------------------------------------------

@@ -204,3 +204,13 @@ def test_an_entry_that_matches_holds_a_candidate_token_of_every_word(
         ]
         assert any(found) if partial else all(found), (body, query)
         assert scan_top([_entry(1, body)], plan, partial, 1, lambda: None), (body, query)
+
+
+def test_scan_top_leaves_out_entries_holding_a_skipped_word() -> None:
+    qorz = [_entry(2 + n, f"qorz {n}") for n in range(5)]
+    entries = [_entry(0, "the qoryx valve"), _entry(1, "a qarx"), *qorz]
+    plan = plan_request(SessionQueryRequest(query="qorx"), Scope.session("s1"), 100)[0]
+    every = [e["_source"]["seq"] for e, _ in scan_top(entries, plan, False, 10, lambda: None)]
+    assert sorted(every) == list(range(7))
+    rest = scan_top(entries, plan, False, 10, lambda: None, frozenset({"qorz"}))
+    assert sorted(e["_source"]["seq"] for e, _ in rest) == [0, 1]

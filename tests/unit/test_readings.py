@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
-from sessionlog.query.readings import closeness, diversify, tier_of, window_needed
+from sessionlog.query.readings import WINDOW, closeness, crowded, diversify, merge, tier_of, window_needed
 from sessionlog.query.scoring import TIER_FUZZY, TIER_FUZZY2, score_text, text_reading, typo_reading
 
 
@@ -126,3 +126,24 @@ def test_a_hit_the_engine_over_matched_takes_the_tier_of_its_text() -> None:
     plan = _plan("nerali")
     hits = [_hit(3, "nepalis", 2.001), _hit(2, "generalized", 2.001), _hit(1, "general", 2.001)]
     assert [h.seq for h in diversify(plan, hits)] == [2, 3]
+
+
+def test_a_reading_that_fills_most_of_a_full_window_asks_for_the_others() -> None:
+    plan = _plan("hane")
+    crowd = _hits(plan, ["hand 1", "hate 2", *(f"have {n}" for n in range(WINDOW - 2))])
+    assert crowded(plan, crowd) == {"have", "hand", "hate"}  # every reading seen: skip them all
+    assert crowded(plan, crowd[:-1]) == frozenset()  # not full: every match is there
+    half = WINDOW // 2
+    mixed = _hits(plan, [*(f"hand {n}" for n in range(half)), *(f"hate {n}" for n in range(half))])
+    assert crowded(plan, mixed) == {"hand", "hate"}  # half each: crowded
+    spread = _hits(plan, [*(f"hand {n}" for n in range(100)), *(f"hate {n}" for n in range(WINDOW - 100))])
+    assert crowded(plan, spread) == {"hand", "hate"}
+    three = [*(f"{w} {n}" for n in range(WINDOW // 3) for w in ("hand", "hate", "have"))]
+    assert crowded(plan, _hits(plan, three)) == frozenset()  # no reading holds half
+
+
+def test_merge_keeps_the_first_window_then_what_is_new() -> None:
+    plan = _plan("hane")
+    first = _hits(plan, ["have a", "have b"])
+    second = [_hit(0, "have a", 2.0), _hit(5, "havne c", 2.0)]  # have a is in the first
+    assert [h.text for h in merge(first, second)] == ["have b", "have a", "havne c"]

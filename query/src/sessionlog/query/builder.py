@@ -209,9 +209,13 @@ def _filters(plan: QueryPlan) -> list[dict[str, Any]]:
     return clauses
 
 
-def _must_not(plan: QueryPlan, exclude: Sequence[str] = ()) -> list[dict[str, Any]]:
+def _must_not(
+    plan: QueryPlan, exclude: Sequence[str] = (), skip: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     # The search tool's own calls and results are not history worth finding (D8).
     clauses: list[dict[str, Any]] = []
+    if skip:  # a second window of readings, without the crowded ones (readings.crowded)
+        clauses += [{"terms": {field: sorted(skip)}} for field in _FIELDS]
     if plan.default_kinds and plan.exclude_tools:
         clauses.append({"terms": {"tool_name": list(plan.exclude_tools)}})
     if exclude:
@@ -227,8 +231,10 @@ def search_body(
     size: int,
     partial: bool = False,
     exclude: Sequence[str] = (),
+    skip: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """A ranked search: every word must match (or, ``partial``, at least one)."""
+    """A ranked search: every word must match (or, ``partial``, at least one); entries holding a
+    word of ``skip`` are left out."""
     last = len(plan.words) - 1
     clauses = [
         word_clause(r, w, last=i == last)
@@ -247,7 +253,7 @@ def search_body(
     for word in plan.words:
         should += _occurrences(word)
     should.append(_const({"exists": {"field": "text"}}, FIELD_BONUS))
-    boolean: dict[str, Any] = {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}
+    boolean: dict[str, Any] = {"filter": _filters(plan), "must_not": _must_not(plan, exclude, skip)}
     if partial:
         boolean["should"] = clauses
         boolean["minimum_should_match"] = 1

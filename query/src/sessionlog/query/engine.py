@@ -30,7 +30,9 @@ class EngineQuery:
     (browse order is then seq descending); ``size`` hits are wanted (the core asks one more than the
     limit to know whether there is a next page); ``exclude`` lists the entry ids earlier pages
     returned; ``partial`` asks for closest matches (any word) instead of every word;
-    ``live_topic`` asks for the searchability watermark of that log.
+    ``live_topic`` asks for the searchability watermark of that log; ``skip`` leaves out the
+    entries holding any of these folded words (the crowded readings of a first window of readings,
+    :func:`sessionlog.query.readings.crowded`).
 
     ``scratch`` is the engine's own state between the calls of one search: the core derives every
     further call's query from the first with :func:`dataclasses.replace`, which keeps the same
@@ -45,6 +47,7 @@ class EngineQuery:
     exclude: tuple[str, ...] = ()
     partial: bool = False
     live_topic: str | None = None
+    skip: frozenset[str] = frozenset()
     scratch: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 

@@ -84,7 +84,9 @@ class OpenSearchEngine:
         plan = query.plan
         if plan.browse:
             return browse_body(plan, size=query.size, single_session=query.single, exclude=query.exclude)
-        return search_body(plan, size=query.size, partial=query.partial, exclude=query.exclude)
+        return search_body(
+            plan, size=query.size, partial=query.partial, exclude=query.exclude, skip=query.skip
+        )
 
     def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
         request = self.search_request(query)
@@ -181,7 +183,7 @@ class OpenSearchEngine:
         found = query.scratch.get(_SCANNED)
         if found is None:
             return None
-        top = scan_top(found, query.plan, query.partial, query.size, deadline.check)
+        top = scan_top(found, query.plan, query.partial, query.size, deadline.check, query.skip)
         return [self._hit(hit, query, score) for hit, score in top]
 
     def rank_request(self, query: EngineQuery) -> dict[str, Any]:

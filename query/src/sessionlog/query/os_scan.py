@@ -90,7 +90,12 @@ def candidates(raw: str, word: str, vocabulary: Sequence[str]) -> set[str] | Non
 
 
 def scan_top(
-    entries: Sequence[dict[str, Any]], plan: QueryPlan, partial: bool, need: int, check: Callable[[], None]
+    entries: Sequence[dict[str, Any]],
+    plan: QueryPlan,
+    partial: bool,
+    need: int,
+    check: Callable[[], None],
+    skip: frozenset[str] = frozenset(),
 ) -> list[tuple[dict[str, Any], float]]:
     """The best ``need`` of ``entries`` (hits of :func:`~sessionlog.query.builder.scan_body`) for
     ``plan``, with their scores, in the server's order: score, then seq descending, then session.
@@ -99,7 +104,8 @@ def scan_top(
     tokenized; each query word's :func:`candidates` among their tokens are found once, and only the
     entries holding one for every word (``partial``: for one) are scored. Scores are compared to four
     decimals: the server sums its tiers in float32, so two entries with the same tiers must tie
-    (and fall to recency) whatever order the sums were made in."""
+    (and fall to recency) whatever order the sums were made in. Entries holding a word of
+    ``skip`` are left out."""
     needles = [needle(word) for word in plan.words]
     kept: list[tuple[int, str, bool, set[str]]] = []
     for i, entry in enumerate(entries):
@@ -116,6 +122,8 @@ def scan_top(
     for n, (i, text, message, tokens) in enumerate(kept):
         if n % _CHECK_EVERY == 0:
             check()
+        if skip and not skip.isdisjoint(tokens):
+            continue
         found = (words is None or not words.isdisjoint(tokens) for words in wanted)
         if not (any(found) if partial else all(found)):
             continue

@@ -188,6 +188,14 @@ class ProviderCore:
                     "rank", replace(query, size=max(readings.WINDOW, query.size)), deadline
                 )
                 assert isinstance(wide, list)
+                crowd = readings.crowded(plan, wide)
+                if crowd:  # a common reading fills the window: the others' best entries too
+                    deadline.check()
+                    rest = yield EngineStep(
+                        "rank", replace(query, size=readings.WINDOW, skip=crowd), deadline
+                    )
+                    assert isinstance(rest, list)
+                    wide = readings.merge(wide, rest)
                 hits = readings.diversify(plan, wide)[: query.size]
             else:
                 hits = readings.diversify(plan, hits)

@@ -32,10 +32,12 @@ from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
 from sessionlog.query.scoring import TIER_EXACT, TIER_FUZZY, fuzzy_budget, text_reading
 
-__all__ = ["WINDOW", "closeness", "diversify", "tier_of", "window_needed"]
+__all__ = ["WINDOW", "closeness", "crowded", "diversify", "merge", "tier_of", "window_needed"]
 
 #: Entries (in D2's order) whose readings a page is drawn from.
 WINDOW: Final = 300
+#: A reading holding at least this share of a full window crowds the others out of it.
+CROWDED: Final = 0.5
 # The occurrence and field bonuses stay below 0.33, tiers are multiples of 0.5; OpenSearch scores
 # are float32 sums.
 _SLACK: Final = 1e-4
@@ -103,3 +105,35 @@ def closeness(words: Sequence[str], reading: Sequence[str]) -> float:
         if term and term != word:
             total -= 1.0 - Indel.normalized_similarity(word, term)
     return total
+
+
+def crowded(plan: QueryPlan, window: Sequence[EngineHit]) -> frozenset[str]:
+    """The words of the window's typo readings when one of them holds at least :data:`CROWDED`
+    of a full window (else none).
+
+    ``have`` fills 252 of the 300 entries of ``hane``'s window in a big workspace, so a rarer
+    reading (``havne``) may not be in it at all. The provider then asks for a second window
+    without the entries holding any reading already seen (:attr:`EngineQuery.skip`): each of
+    those has its best entry in the first window, and the second holds the readings not seen
+    yet. The page is drawn from both (:func:`merge`)."""
+    if len(window) < WINDOW:
+        return frozenset()
+    ceiling = _typo_ceiling(plan)
+    counts: dict[str, int] = {}
+    for hit in window:
+        if tier_of(hit.score) > ceiling:
+            continue
+        found = text_reading(hit.text, plan.raw_words, plan.words)
+        for word, term in zip(plan.words, found[1] if found else (), strict=False):
+            if term and term != word:
+                counts[term] = counts.get(term, 0) + 1
+    if not any(count >= CROWDED * len(window) for count in counts.values()):
+        return frozenset()
+    return frozenset(counts)
+
+
+def merge(window: Sequence[EngineHit], more: Sequence[EngineHit]) -> list[EngineHit]:
+    """``window`` then the entries of ``more`` it does not hold: still D2's order, since every
+    entry outside the first window ranks after all of it."""
+    seen = {hit.entry_id for hit in window}
+    return [*window, *(hit for hit in more if hit.entry_id not in seen)]

@@ -35,10 +35,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, Final, Unpack
-
-import orjson
 
 from sessionlog.query import candidates as arms_of
 from sessionlog.query import sqlite_ranking as ranking
@@ -54,6 +51,7 @@ from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
 from sessionlog.query.sqlite_hits import Hits, create_instances
 from sessionlog.query.sqlite_memo import HITS_KEPT_MAX, SnapshotMemo
+from sessionlog.query.sqlite_rows import doc_ids, holding, page_hits
 from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, page_hints, scan_rank
 
 __all__ = [
@@ -67,7 +65,6 @@ __all__ = [
 
 #: The name of the embedded log in live views and watermarks (one partition, 0).
 LOG_TOPIC: Final = "log"
-_CHUNK: Final = 500  # rids per ``IN`` list
 #: Candidates per entry of the page past which the words' occurrences are read from the index.
 _COUNT_PAST: Final = 4
 #: Hits to place past which a workspace scope's entries may be read instead of looking each up.
@@ -131,15 +128,15 @@ class SQLiteEngine:
         hints: list[str] = []
         if plan.browse:
             page = [(rid, 0.0) for rid in self._browse(conn, plan, query.session_id, query.single, 0, need)]
-        elif (scanned := self._scan(conn, plan, query.session_id, query.partial, need)) is not None:
+        elif scanned := self._scan(conn, plan, query.session_id, query.partial, need, query.skip):
             page, hints = scanned
         else:
-            page, hints = self._rank(conn, plan, query.session_id, query.partial, 0, need)
+            page, hints = self._rank(conn, plan, query.session_id, query.partial, 0, need, query.skip)
         if query.exclude:
             seen = set(query.exclude)
-            ids = self._doc_ids(conn, [rid for rid, _ in page])
+            ids = doc_ids(conn, [rid for rid, _ in page])
             page = [(rid, score) for rid, score in page if ids.get(rid) not in seen]
-        return self._hits(conn, page[: query.size], tuple(hints))
+        return page_hits(conn, page[: query.size], tuple(hints))
 
     def _count(
         self, conn: sqlite3.Connection, plan: QueryPlan, session_id: str | None, live_topic: str | None
@@ -214,7 +211,13 @@ class SQLiteEngine:
         return [int(r[0]) for r in rows]
 
     def _scan(
-        self, conn: sqlite3.Connection, plan: QueryPlan, session_id: str | None, partial: bool, need: int
+        self,
+        conn: sqlite3.Connection,
+        plan: QueryPlan,
+        session_id: str | None,
+        partial: bool,
+        need: int,
+        skip: frozenset[str],
     ) -> tuple[list[tuple[int, float]], list[str]] | None:
         """The page of a scope small enough to scan (:mod:`sessionlog.query.sqlite_scan`), else ``None``."""
         if not self.scan_max_rows:
@@ -222,7 +225,7 @@ class SQLiteEngine:
         scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
         filter_sql, filter_params = ranking.filter_where(plan)
         where = (f"{scope_sql} AND {filter_sql}", [*scope_params, *filter_params])
-        found = scan_rank(conn, where, plan, partial, need, self._check_deadline, self.scan_max_rows)
+        found = scan_rank(conn, where, plan, partial, need, self._check_deadline, self.scan_max_rows, skip)
         if found is None:
             return None
         page, texts = found
@@ -236,6 +239,7 @@ class SQLiteEngine:
         partial: bool,
         offset: int,
         size: int,
+        skip: frozenset[str] = frozenset(),
     ) -> tuple[list[tuple[int, float]], list[str]]:
         """``(rid, score)`` of the page ``offset .. offset + size`` of the ranking, and the typo
         candidates (excerpt hints).
@@ -249,8 +253,10 @@ class SQLiteEngine:
         workspaces = arms_of.scope_workspaces(conn, self.scope.kind, self.scope.ids)
         memo = self._memo.scores((plan.raw_words, plan.words, partial))
         filter_sql, filter_params = ranking.filter_where(plan)
-        placed = self._memo.placed((filter_sql, *filter_params, session_id))
+        placed = self._memo.placed((filter_sql, *filter_params, session_id, skip))
         rids = self._rid_range(conn, session_id)
+        if skip and not placed:  # entries holding a skipped word are out, like entries out of scope
+            placed.update(dict.fromkeys(holding(conn, skip, rids)))
         hits = self._memo.hits.get((plan.words, rids))
         if hits is None:  # a query's hits do not depend on partial, the page or the filters
             last = len(plan.words) - 1
@@ -321,54 +327,6 @@ class SQLiteEngine:
             lo, hi = row.fetchone()
             known = self._memo.ranges.put(key, (int(lo or 0), int(hi or -1)))
         return known
-
-    @staticmethod
-    def _doc_ids(conn: sqlite3.Connection, rids: list[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for start in range(0, len(rids), _CHUNK):
-            chunk = rids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            out.update(
-                (int(rid), str(doc_id))
-                for rid, doc_id in conn.execute(
-                    f"SELECT rid, doc_id FROM events WHERE rid IN ({marks})", chunk
-                )
-            )
-        return out
-
-    @staticmethod
-    def _hits(
-        conn: sqlite3.Connection, page: list[tuple[int, float]], hints: tuple[str, ...]
-    ) -> list[EngineHit]:
-        if not page:
-            return []
-        marks = ",".join("?" * len(page))
-        rows = {
-            int(r[0]): r
-            for r in conn.execute(
-                f"SELECT rid, doc_id, session_id, seq, type, text, doc FROM events WHERE rid IN ({marks})",
-                [rid for rid, _ in page],
-            )
-        }
-        out = []
-        for rid, score in page:
-            _, doc_id, session_id, seq, kind, text, doc_blob = rows[rid]
-            doc = orjson.loads(doc_blob)
-            out.append(
-                EngineHit(
-                    session_id=session_id,
-                    entry_id=doc_id,
-                    seq=int(seq),
-                    kind=kind,
-                    text=text,
-                    turn=doc.get("turn"),
-                    role=doc.get("role"),
-                    created_at=datetime.fromisoformat(doc["time"]) if doc.get("time") else None,
-                    score=score,
-                    hints=hints,
-                )
-            )
-        return out
 
 
 def prepare_connection(conn: sqlite3.Connection) -> None:

@@ -57,11 +57,12 @@ def scan_rank(
     need: int,
     check: Callable[[], None],
     max_rows: int = SCAN_MAX_ROWS,
+    skip: frozenset[str] = frozenset(),
 ) -> tuple[Ranked, dict[int, str]] | None:
     """The top ``need`` ``(rid, score)`` of the entries matching ``where`` (an SQL condition over
     ``events e`` and its parameters: scope and kind filter) and the page's texts by rid, or ``None``
     when the scope holds more than ``max_rows`` entries or :data:`SCAN_MAX_CHARS` characters (the
-    caller then uses the index)."""
+    caller then uses the index). Entries holding a word of ``skip`` are left out."""
     sql, params = where
     count = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE {sql} LIMIT ?)", [*params, max_rows + 1]
@@ -81,7 +82,10 @@ def scan_rank(
         chars += len(text)
         if chars > SCAN_MAX_CHARS:
             return None
-        if not may_match(fold(text.lower()), needles, partial):
+        folded = fold(text.lower())
+        if not may_match(folded, needles, partial):
+            continue
+        if skip and not skip.isdisjoint(word_tokens(folded)):
             continue
         weight = ARGS_WEIGHT if kind == "tool/call" else 1.0
         score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)

@@ -1,0 +1,117 @@
+"""One embedded search change, on and off, query by query (on demand).
+
+Takes a relevance result that keeps its query list (``tests.benchmarks.run relevance``) and the
+embedded file of the same corpus (``python -m tests.benchmarks.relevance_misses --load N --sqlite
+DIR``). Every query of the chosen scope kind runs four times in a row, alternating the change off
+and on, with the engine's memo cleared before each run so every search is cold; the faster of each
+pair counts. Prints p50 / p95 / p99 per way and the queries that moved most. Not collected by
+pytest. The changes:
+
+``parts``    an identifier's parts from the rarest part, narrowed to the other words' entries
+             (``sessionlog.query.sqlite_parts``), against the intersection of every part's
+             lookups in SQL. The pages must be the same (the tool fails otherwise).
+``crowded``  a second window of readings when one reading fills the first
+             (``sessionlog.query.readings.crowded``), against none. Pages may differ: that is
+             the point of the change; how often it fires is printed.
+
+    python -m tests.benchmarks.bench_search_ab RESULT.json --sqlite DIR [--change parts|crowded]
+        [--scope workspace|session]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.benchmarks.metrics import percentile
+
+from sessionlog.query import Scope, SessionQueryRequest, readings, sqlite_hits
+from sessionlog.query.builder import QueryPlan
+from sessionlog.query.candidates import Arm
+from sessionlog.query.engine import EngineHit
+from sessionlog.query.sqlite_provider import SQLiteProvider
+
+
+def _in_sql(
+    conn: Any, arm: Arm, within: str = "", bounds: tuple[Any, ...] = (), only: set[int] | None = None
+) -> Iterable[int]:
+    """The intersection of every part's lookups in one statement (``only`` ignored)."""
+    return [rid for (rid,) in conn.execute(f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds))]
+
+
+class _Switch:
+    """Puts one module attribute back and forth between the code's own and the "off" version."""
+
+    def __init__(self, module: Any, name: str, off: Callable[..., Any]) -> None:
+        self.module, self.name, self.off = module, name, off
+        self.on: Callable[..., Any] = getattr(module, name)
+        self.fired = 0
+
+    def set(self, on: bool) -> None:
+        setattr(self.module, self.name, self._counted if on else self.off)
+
+    def _counted(self, *args: Any, **kwargs: Any) -> Any:
+        found = self.on(*args, **kwargs)
+        self.fired += bool(found) if self.name == "crowded" else 0
+        return found
+
+
+def _no_crowd(plan: QueryPlan, window: Sequence[EngineHit]) -> frozenset[str]:
+    return frozenset()
+
+
+def _timed(provider: SQLiteProvider, switch: _Switch, on: bool, text: str) -> tuple[float, list[int]]:
+    switch.set(on)
+    provider.engine._memo.check(object())  # cold: nothing kept from an earlier search
+    start = time.perf_counter()
+    result = provider.search(SessionQueryRequest(query=text, limit=10))
+    return (time.perf_counter() - start) * 1000, [m.seq for m in result.matches]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("result", type=Path, help="a relevance result JSON with its query list")
+    parser.add_argument("--sqlite", type=Path, required=True, help="directory of the embedded file")
+    parser.add_argument("--change", choices=("parts", "crowded"), default="parts")
+    parser.add_argument("--scope", choices=("workspace", "session"), default="workspace")
+    args = parser.parse_args()
+    every = json.loads(args.result.read_text("utf-8"))["query_list"]
+    queries = [q for q in every if q["scope_kind"] == args.scope]
+    if args.change == "parts":
+        switch = _Switch(sqlite_hits, "parts_rowids", _in_sql)
+    else:
+        switch = _Switch(readings, "crowded", _no_crowd)
+    providers: dict[str, SQLiteProvider] = {}
+    rows: list[tuple[float, float, str]] = []
+    try:
+        for query in queries:
+            scope_id = query["scope_id"]
+            if scope_id not in providers:
+                scope = Scope.workspace(scope_id) if args.scope == "workspace" else Scope.session(scope_id)
+                path = args.sqlite / "sessionlog.db"
+                providers[scope_id] = SQLiteProvider(scope, path, request_timeout_s=60.0)
+            provider = providers[scope_id]
+            runs = [_timed(provider, switch, on, query["text"]) for on in (False, True, False, True)]
+            if args.change == "parts" and runs[0][1] != runs[1][1]:
+                raise SystemExit(f"pages differ for {query['text']!r}: {runs[0][1]} vs {runs[1][1]}")
+            rows.append((min(runs[0][0], runs[2][0]), min(runs[1][0], runs[3][0]), query["text"]))
+    finally:
+        setattr(switch.module, switch.name, switch.on)
+        for provider in providers.values():
+            provider.close()
+    moved = sorted(rows, key=lambda row: row[1] - row[0])
+    for before, after, text in [*moved[:8], *moved[-5:]]:
+        print(f"{after - before:+8.1f} ms  off {before:7.1f}  on {after:7.1f}  {text!r}")
+    for name, ms in (("off", [row[0] for row in rows]), ("on", [row[1] for row in rows])):
+        p50, p95, p99 = (percentile(ms, p) for p in (50, 95, 99))
+        print(f"{args.change} {name:4} n={len(ms)} p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f} ms")
+    if args.change == "crowded":
+        print(f"a second window in {switch.fired // 2} of {len(rows)} queries")
+
+
+if __name__ == "__main__":
+    main()
