@@ -19,6 +19,7 @@ from sessionlog.ingest.settings import describe_settings_error
 from sessionlog.query.config import config_error
 from sessionlog.query.deadline import Deadline
 from sessionlog.query.errors import ErrorCode, SessionQueryError
+from sessionlog.query.os_settings import resolved_settings
 
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
@@ -98,16 +99,16 @@ class OpenSearchAccess:
             raise config_error("hosts must be a URL string")
         if index_prefix is not None and not isinstance(index_prefix, str):
             raise config_error("index_prefix must be a string")
-        overrides: dict[str, Any] = {}
+        overrides: dict[str, str] = {}
         if hosts:
             overrides["url"] = hosts
         if index_prefix:
             overrides["index_prefix"] = index_prefix
         try:
-            base = settings or OpenSearchSettings()
-            merged = base.model_copy(update=overrides)
-            # model_copy does not validate the overrides; validating the merged values does.
-            self.settings = type(merged).model_validate(merged.model_dump())
+            if settings is None:  # from the environment: resolved once per environment
+                self.settings = resolved_settings(overrides, _from_environment)
+            else:
+                self.settings = _merged(settings, overrides)
         except (ValidationError, ValueError) as err:
             raise config_error(f"invalid OpenSearch settings: {describe_settings_error(err)}") from None
         self.code: ErrorCode = code
@@ -181,6 +182,16 @@ class OpenSearchAccess:
             raise SessionQueryError(
                 self.code, f"unexpected OpenSearch response to {what}: {type(err).__name__}: {err}"
             ) from None
+
+
+def _merged(base: OpenSearchSettings, overrides: dict[str, str]) -> OpenSearchSettings:
+    merged = base.model_copy(update=overrides)
+    # model_copy does not validate the overrides; validating the merged values does.
+    return type(merged).model_validate(merged.model_dump())
+
+
+def _from_environment(overrides: dict[str, str]) -> OpenSearchSettings:
+    return _merged(OpenSearchSettings(), overrides)
 
 
 def opensearch_access(
