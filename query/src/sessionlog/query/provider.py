@@ -188,7 +188,8 @@ class ProviderCore:
                     "rank", replace(query, size=max(readings.WINDOW, query.size)), deadline
                 )
                 assert isinstance(wide, list)
-                crowd = readings.crowded(plan, wide)
+                known: readings.Known = {}
+                crowd = readings.crowded(plan, wide, known)
                 if crowd:  # a common reading fills the window: the others' best entries too
                     deadline.check()
                     rest = yield EngineStep(
@@ -196,7 +197,7 @@ class ProviderCore:
                     )
                     assert isinstance(rest, list)
                     wide = readings.merge(wide, rest)
-                hits = readings.diversify(plan, wide)[: query.size]
+                hits = readings.diversify(plan, wide, known)[: query.size]
             else:
                 hits = readings.diversify(plan, hits)
         if not plan.browse and not hits and issued is None and len(plan.words) > 1:

@@ -32,7 +32,7 @@ from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
 from sessionlog.query.scoring import TIER_EXACT, TIER_FUZZY, fuzzy_budget, text_reading
 
-__all__ = ["WINDOW", "closeness", "crowded", "diversify", "merge", "tier_of", "window_needed"]
+__all__ = ["WINDOW", "Known", "closeness", "crowded", "diversify", "merge", "tier_of", "window_needed"]
 
 #: Entries (in D2's order) whose readings a page is drawn from.
 WINDOW: Final = 300
@@ -61,7 +61,20 @@ def window_needed(plan: QueryPlan, hits: Sequence[EngineHit], size: int) -> bool
     return len(hits) >= size and bool(hits) and tier_of(hits[-1].score) <= _typo_ceiling(plan)
 
 
-def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
+#: The reading of each hit read so far in one search (by entry id; ``None``: its text does not
+#: match): :func:`crowded` and :func:`diversify` read the same window.
+Known = dict[str, tuple[float, tuple[str, ...]] | None]
+
+
+def _reading(plan: QueryPlan, hit: EngineHit, known: Known | None) -> tuple[float, tuple[str, ...]] | None:
+    if known is None:
+        return text_reading(hit.text, plan.raw_words, plan.words)
+    if hit.entry_id not in known:
+        known[hit.entry_id] = text_reading(hit.text, plan.raw_words, plan.words)
+    return known[hit.entry_id]
+
+
+def diversify(plan: QueryPlan, hits: Sequence[EngineHit], known: Known | None = None) -> list[EngineHit]:
     """``hits`` (in D2's order) ordered by tier, then rank within their reading, then the reading's
     :func:`closeness` to the typed words, then D2's order.
 
@@ -69,7 +82,7 @@ def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
     (:func:`~sessionlog.query.scoring.text_reading`), so the order is the one ``score_text`` gives
     on both backends: a hit the engine over-matched (OpenSearch's trigram filter asks for every
     3-gram of a word somewhere in the entry, not the word inside one token) takes its exact tier,
-    or is left out when its text does not match."""
+    or is left out when its text does not match. ``known`` keeps the readings between calls."""
     ceiling = _typo_ceiling(plan)
     if not hits or tier_of(min(hit.score for hit in hits)) > ceiling:
         return list(hits)
@@ -79,7 +92,7 @@ def diversify(plan: QueryPlan, hits: Sequence[EngineHit]) -> list[EngineHit]:
         tier = tier_of(hit.score)
         reading: tuple[str, ...] = ()
         if tier <= ceiling:
-            found = text_reading(hit.text, plan.raw_words, plan.words)
+            found = _reading(plan, hit, known)
             if found is None:
                 continue
             tier = min(tier, found[0])
@@ -107,7 +120,7 @@ def closeness(words: Sequence[str], reading: Sequence[str]) -> float:
     return total
 
 
-def crowded(plan: QueryPlan, window: Sequence[EngineHit]) -> frozenset[str]:
+def crowded(plan: QueryPlan, window: Sequence[EngineHit], known: Known | None = None) -> frozenset[str]:
     """The words of the window's typo readings when one of them holds at least :data:`CROWDED`
     of a full window (else none).
 
@@ -123,7 +136,7 @@ def crowded(plan: QueryPlan, window: Sequence[EngineHit]) -> frozenset[str]:
     for hit in window:
         if tier_of(hit.score) > ceiling:
             continue
-        found = text_reading(hit.text, plan.raw_words, plan.words)
+        found = _reading(plan, hit, known)
         for word, term in zip(plan.words, found[1] if found else (), strict=False):
             if term and term != word:
                 counts[term] = counts.get(term, 0) + 1
