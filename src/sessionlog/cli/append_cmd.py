@@ -2,43 +2,50 @@
 
 Lines are read one at a time with the record cap applied **before** anything is parsed: a line
 longer than :data:`~sessionlog.ingest.wire.MAX_RECORD_BYTES` is skipped in bounded chunks and
-reported, never held whole. Each line is decoded and validated on its own (a bad line is reported
-with its number and reason and costs nothing else), and the valid records go to the log in batches
-through ``append_many`` when the log has it (one transaction per batch on the embedded backend).
+reported, never held whole. Lines go in chunks of :data:`BATCH_RECORDS` through
+:func:`~sessionlog.ingest.bulk.prepare_lines` (each line decoded, validated and encoded on its
+own: a bad line is reported with its number and reason and costs nothing else; on a big input in
+worker processes, see ``append_pipeline``), and each chunk's valid records go to the log in one
+``append_encoded`` call (one transaction on the embedded backend; one spool write and one
+acknowledgement per batch on Kafka). The command succeeds only when the log acknowledged every
+valid record.
 
-Progress goes to stderr: a bar with records, rate and (for a file, whose size is known) ETA on a
-terminal; otherwise a plain counter line every few seconds. The summary goes to stdout, every
-rejection up to :data:`MAX_REASONS_SHOWN` and then one ``… N more`` line (``--json``: one JSON
-object). Exit status 0, 1 when a line was rejected or the log failed, 2 for bad usage.
+Progress goes to stderr once per chunk: a bar with records, rate and (for a file, whose size is
+known) ETA on a terminal; otherwise a plain counter line every few seconds. The summary goes to
+stdout, every rejection up to :data:`MAX_REASONS_SHOWN` and then one ``… N more`` line
+(``--json``: one JSON object). Exit status 0, 1 when a line was rejected or the log failed, 2 for
+bad usage.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, Final
+from typing import IO, TYPE_CHECKING, Annotated, Final
 
 import typer
 
+from sessionlog.cli.append_pipeline import BATCH_BYTES, BATCH_RECORDS, iter_lines
 from sessionlog.cli.meter import Meter
 from sessionlog.cli.output import EXIT_FAILED, EXIT_USAGE, errors, fail, print_json, say
 
 if TYPE_CHECKING:
-    from sessionlog.ingest.wire import EventRecord, HeaderRecord
+    from sessionlog.ingest.bulk import BatchAck
 
-__all__ = ["BATCH_RECORDS", "MAX_REASONS_SHOWN", "AppendSummary", "append", "iter_lines"]
+__all__ = [
+    "BATCH_BYTES",
+    "BATCH_RECORDS",
+    "MAX_REASONS_SHOWN",
+    "AppendSummary",
+    "append",
+    "iter_lines",
+]
 
-#: Records per ``append_many`` call (one SQLite transaction; bounded memory).
-BATCH_RECORDS: Final = 2000
-#: Bytes per batch, whatever the record count.
-BATCH_BYTES: Final = 8 * 1024 * 1024
 #: Rejection reasons printed before the ``… N more`` line.
 MAX_REASONS_SHOWN: Final = 100
-_CHUNK: Final = 1024 * 1024
 
 
 @dataclass
@@ -56,52 +63,6 @@ class AppendSummary:
             self.reasons.append((line, field_name, reason))
 
 
-def iter_lines(stream: IO[bytes], cap: int) -> Iterator[tuple[int, bytes | None, int]]:
-    """``(line number, bytes or None, size)`` for every non-blank line; ``None`` when the line is
-    longer than ``cap`` bytes (its size is then counted in chunks, never buffered)."""
-    limit = cap + 2  # the record plus "\r\n"
-    number = 0
-    while True:
-        line = stream.readline(limit)
-        if not line:
-            return
-        number += 1
-        if len(line) == limit and not line.endswith(b"\n"):
-            size = len(line)
-            while True:
-                chunk = stream.readline(_CHUNK)
-                size += len(chunk)
-                if not chunk or chunk.endswith(b"\n"):
-                    break
-            yield number, None, size
-            continue
-        if line.strip():
-            yield number, line, len(line)
-
-
-def _append_batch(
-    log: Any, batch: list[tuple[int, HeaderRecord | EventRecord]], summary: AppendSummary
-) -> None:
-    """Append a batch of validated records; a batch the log refuses as a whole (a record over the
-    cap once encoded) is retried one record at a time so only the bad ones are rejected."""
-    from sessionlog.ingest import RecordRejected
-
-    append_many = getattr(log, "append_many", None)
-    if append_many is not None:
-        try:
-            append_many([record for _, record in batch])
-            summary.appended += len(batch)
-            return
-        except RecordRejected:
-            pass
-    for number, record in batch:
-        try:
-            log.append(record)
-            summary.appended += 1
-        except RecordRejected as err:
-            summary.reject(number, err.field, str(err))
-
-
 def _open(source: str, as_json: bool) -> tuple[IO[bytes], int | None]:
     if source == "-":
         return sys.stdin.buffer, None
@@ -111,49 +72,70 @@ def _open(source: str, as_json: bool) -> tuple[IO[bytes], int | None]:
     return path.open("rb"), path.stat().st_size
 
 
+def _check_acknowledged(acks: list[BatchAck], summary: AppendSummary, timeout: float) -> None:
+    """After ``flush``: every record acknowledged, or the command fails with the first cause."""
+    from sessionlog.ingest import LogRefused, LogUnavailable
+
+    deadline = time.monotonic() + timeout
+    for ack in acks:  # flush saw them all answered; their batch counts follow right after
+        if not ack.wait(max(0.0, deadline - time.monotonic())):
+            raise LogUnavailable(f"{ack.size - ack.acknowledged - ack.failed} records not acknowledged")
+    summary.appended = sum(ack.acknowledged for ack in acks)
+    failed = sum(ack.failed for ack in acks)
+    first = next((ack.error() for ack in acks if ack.error() is not None), None)
+    if failed or first is not None:
+        raise LogRefused(f"{failed} records were not appended, the first because: {first}")
+
+
 def append(
     source: Annotated[str, typer.Argument(help="JSONL file of wire records, or - for stdin.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary (or error) as JSON.")] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=0,
+            help="Processes validating records beside this one on a big input "
+            "(default: one per spare CPU, up to 4; 0: validate in this process).",
+        ),
+    ] = None,
 ) -> None:
     """Append wire-format records (one JSON object per line) to the session log (SESSIONLOG_BACKEND)."""
     from sessionlog.backend import open_log
-    from sessionlog.ingest import IngestError, RecordRejected
-    from sessionlog.ingest.wire import MAX_RECORD_BYTES, decode_record
+    from sessionlog.cli.append_pipeline import PARALLEL_MIN_BYTES, Preparer, auto_workers, iter_chunks
+    from sessionlog.ingest import IngestError
+    from sessionlog.ingest.wire import MAX_RECORD_BYTES
 
     summary = AppendSummary()
     started = time.monotonic()
+    acks: list[BatchAck] = []
     with errors(as_json):
         stream, size = _open(source, as_json)
         with ExitStack() as stack:
             if source != "-":
                 stack.enter_context(stream)
-            log: Any = stack.enter_context(open_log(live=False))  # appends and exits: no reader here
+            eager = size is not None and size >= PARALLEL_MIN_BYTES  # workers start while the log opens
+            preparer = stack.enter_context(
+                Preparer(auto_workers() if workers is None else workers, eager=eager)
+            )
+            log = stack.enter_context(open_log(live=False))  # appends and exits: no reader here
             meter = Meter(stack, "appending", size)
-            batch: list[tuple[int, HeaderRecord | EventRecord]] = []
-            batch_bytes = done_bytes = 0
+            queued = 0
+            chunks = iter_chunks(stream, MAX_RECORD_BYTES)
             try:
-                for number, line, length in iter_lines(stream, MAX_RECORD_BYTES):
-                    summary.lines = number
-                    done_bytes += length
-                    if line is None:
-                        reason = f"line is {length} bytes, over the {MAX_RECORD_BYTES} byte record cap"
-                        summary.reject(number, "record", f"record: {reason}")
-                        continue
-                    try:
-                        batch.append((number, decode_record(line)))
-                        batch_bytes += length
-                    except RecordRejected as err:
-                        summary.reject(number, err.field, str(err))
-                    if len(batch) >= BATCH_RECORDS or batch_bytes >= BATCH_BYTES:
-                        _append_batch(log, batch, summary)
-                        batch, batch_bytes = [], 0
-                        meter.update(summary.appended, done_bytes=done_bytes)
-                if batch:
-                    _append_batch(log, batch, summary)
-                meter.update(summary.appended, done_bytes=done_bytes)
+                for chunk, records, rejections in preparer.run(chunks):
+                    summary.lines = chunk.last_line
+                    for rejection in rejections:
+                        summary.reject(*rejection)
+                    if records:
+                        acks.append(log.append_encoded(records))
+                        queued += len(records)
+                    meter.update(queued, done_bytes=chunk.done_bytes)
                 log.flush(timeout=60)
+                _check_acknowledged(acks, summary, timeout=10)
             except IngestError:
                 # The log failed (not a bad record): say how far it got before the one-line error.
+                summary.appended = sum(ack.acknowledged for ack in acks)
                 _report(summary, time.monotonic() - started, as_json, partial=True)
                 raise
     _report(summary, time.monotonic() - started, as_json)

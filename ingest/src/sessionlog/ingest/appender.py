@@ -22,12 +22,13 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 from kafka import KafkaProducer
 
+from sessionlog.ingest.bulk import BatchAck, EncodedRecord
 from sessionlog.ingest.errors import IngestError, LogUnavailable, RecordRejected, SessionBusy
 from sessionlog.ingest.intake import Intake
 from sessionlog.ingest.live import LiveTail
@@ -174,7 +175,34 @@ class Appender(LiveTail, Intake):
                     self.live.discard(item.session_id, item.seq)  # never written nor queued
         for item in items:
             self._note_seq(item)
-        return [item.handle for item in items if item.handle is not None]
+        return [item.handle for item in items if isinstance(item.handle, AppendHandle)]
+
+    def append_encoded(self, records: Sequence[EncodedRecord]) -> BatchAck:
+        """Bulk load: queue records already validated and encoded
+        (:func:`~sessionlog.ingest.bulk.prepare_lines`), in order, with one spool write in durable
+        mode. While the broker keeps up, this waits for room in the queue (up to
+        ``enqueue_timeout_s``) rather than spilling to the spool. The returned :class:`BatchAck`
+        settles when every record is acknowledged or failed for good (after :meth:`flush`).
+        The records do not enter the live view (a loader's own searches never read them).
+
+        Raises :class:`SessionBusy`, :class:`SpoolFull`, :class:`AppenderClosed`, like ``append``."""
+        ack = BatchAck(len(records))
+        owner, generation = self._writer_registry.owner, self._generation
+        for session_id in {r.session_id for r in records}:
+            if owner(session_id, generation) is not None:
+                raise SessionBusy(
+                    f"session {session_id} is owned by a SessionWriter in this process; "
+                    "append through it (appender.session(...)) or close it first"
+                )
+        items = [OutgoingEntry(-1, r.key, r.value, r.seq, ack, session_id=r.session_id) for r in records]
+        self._enqueue_many(items, wait_for_room=True)
+        last = self._last_seqs
+        for r in records:
+            if r.seq is not None and r.seq > last.get(r.session_id, -1):
+                last[r.session_id] = r.seq
+        while len(last) > _LAST_SEQS_MAX:
+            last.pop(next(iter(last)), None)
+        return ack
 
     def _submit(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> AppendHandle:
         item = self._prepare(record, writer=writer)
@@ -186,7 +214,7 @@ class Appender(LiveTail, Intake):
                 self.live.discard(item.session_id, item.seq)
             raise
         self._note_seq(item)
-        assert item.handle is not None
+        assert isinstance(item.handle, AppendHandle)
         return item.handle
 
     def _prepare(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> OutgoingEntry:
@@ -205,7 +233,7 @@ class Appender(LiveTail, Intake):
 
     def _admit(self, item: OutgoingEntry) -> None:
         """Into the live view before the broker can acknowledge it (headers: the header map)."""
-        assert item.handle is not None
+        assert isinstance(item.handle, AppendHandle)
         record = item.handle.record
         if isinstance(record, EventRecord):
             self.live.add(record)

@@ -8,11 +8,12 @@ should be typed against :class:`EntryLog` and never care which one it got.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 if TYPE_CHECKING:
+    from sessionlog.ingest.bulk import BatchAck, EncodedRecord
     from sessionlog.ingest.live import LiveEntry, LiveLog
     from sessionlog.ingest.records import AppendHandle
     from sessionlog.ingest.session import SessionWriter
@@ -100,6 +101,13 @@ class EntryLog(LiveView, Protocol):
         """Validate every record first (one bad record: nothing is appended), then append them in
         order. SQLite commits them in one transaction; Kafka queues them in order (each record is
         acknowledged on its own, a session's records stay in order)."""
+        ...
+
+    def append_encoded(self, records: Sequence[EncodedRecord]) -> BatchAck:
+        """Bulk load: append records already validated and encoded by
+        :func:`~sessionlog.ingest.bulk.prepare_lines`, in order, acknowledged per batch (one
+        :class:`~sessionlog.ingest.bulk.BatchAck`, settled once :meth:`flush` returned). They do
+        not enter the live view. Raises like :meth:`append_many`."""
         ...
 
     def session(self, workspace_id: str, session_id: str, *, next_seq: int | None = None) -> SessionWriter:

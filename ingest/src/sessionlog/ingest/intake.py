@@ -16,17 +16,19 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessionlog.ingest.errors import AppenderClosed, BufferFull, IngestError, LogUnavailable, SpoolFull
 from sessionlog.ingest.live import LiveLog
 from sessionlog.ingest.producer import OutgoingEntry, Throttle
-from sessionlog.ingest.records import AppendHandle
 from sessionlog.ingest.sender import SenderThread
 from sessionlog.ingest.session import LastSeqLookup, WriterRegistry
 from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
 from sessionlog.ingest.spool import Spool, encode_frame, open_slot
 from sessionlog.ingest.wire import HeaderRecord
+
+if TYPE_CHECKING:
+    from sessionlog.ingest.producer import Handle
 
 __all__ = ["Intake"]
 
@@ -63,7 +65,7 @@ class Intake(SenderThread):
         self._spilling = False
         self._cursor = 0
         self._spool: Spool | None = None
-        self._spilled_handles: weakref.WeakValueDictionary[int, AppendHandle] = weakref.WeakValueDictionary()
+        self._spilled_handles: weakref.WeakValueDictionary[int, Handle] = weakref.WeakValueDictionary()
         self._ticket = 0
         self._thread: threading.Thread | None = None
         self._producer: Any = None
@@ -176,9 +178,11 @@ class Intake(SenderThread):
             if self._sender_waiting:
                 self._work.notify()
 
-    def _enqueue_many(self, items: Sequence[OutgoingEntry]) -> None:
+    def _enqueue_many(self, items: Sequence[OutgoingEntry], *, wait_for_room: bool = False) -> None:
         """:meth:`_enqueue` of several entries in order; in durable mode with one spool write
-        (per segment) and one lock section for all of them."""
+        (per segment) and one lock section for all of them. ``wait_for_room``: a bulk load waits
+        (up to ``enqueue_timeout_s``) for the queue to take the batch rather than spilling it to
+        the spool, which the sender would then have to read back."""
         if not self.options.durable:
             for item in items:
                 self._enqueue(item)
@@ -187,6 +191,8 @@ class Intake(SenderThread):
             self._check_usable_locked()
             self._open_spool_locked()
             self._start_sender_locked()
+            if wait_for_room:
+                self._wait_for_room_locked(len(items), sum(item.size for item in items))
             spool = self._spool
             assert spool is not None
             first_ticket = self._ticket
@@ -209,6 +215,25 @@ class Intake(SenderThread):
                 self._counts["appended"] += written
                 if written and self._sender_waiting:
                     self._work.notify()
+
+    def _wait_for_room_locked(self, count: int, size: int) -> None:
+        """Wait while the queue cannot take ``count`` entries of ``size`` bytes, unless it is
+        spilling (the broker is behind or away: waiting would only slow the spool down)."""
+        deadline = time.monotonic() + self.options.enqueue_timeout_s
+        opts = self.options
+        while self._queue and not self._spilling:
+            if (
+                len(self._queue) + count <= opts.queue_max_records
+                and self._queue_bytes + size <= opts.queue_max_bytes
+            ):
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if self._sender_waiting:
+                self._work.notify()
+            self._room.wait(remaining)
+            self._check_usable_locked()
 
     def _push_locked(self, item: OutgoingEntry) -> None:
         self._queue.append(item)
@@ -308,7 +333,7 @@ class Intake(SenderThread):
             )
             self._orphans, self._redo, self._inflight = [], [], {}
             self._queue.clear()
-            failed: list[tuple[AppendHandle, IngestError]] = []
+            failed: list[tuple[Handle, IngestError]] = []
             lost = 0
             where = (
                 f"kept in the spool {spool.directory}; the next appender on it re-sends it" if spool else ""

@@ -11,7 +11,11 @@ from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
 from sessionlog.ingest.wire import MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
+    from sessionlog.ingest.bulk import BatchAck
     from sessionlog.ingest.records import AppendHandle
+
+    #: What resolves when the broker acknowledges an entry: its own handle, or its batch's.
+    Handle = AppendHandle | BatchAck
 
 __all__ = [
     "BATCH_BYTES",
@@ -57,7 +61,7 @@ class OutgoingEntry:
         key: bytes,
         value: bytes,
         seq: int | None,
-        handle: AppendHandle | None,
+        handle: Handle | None,
         rid: int | None = None,
         *,
         session_id: str | None = None,

@@ -16,18 +16,23 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError
 from kafka.partitioner.default import murmur2
 
+from sessionlog.ingest.bulk import BatchAck
 from sessionlog.ingest.errors import IngestError, LogRefused, RecordRejected
 from sessionlog.ingest.kafka_errors import is_permanent, translate_kafka_error
 from sessionlog.ingest.live import LiveLog
 from sessionlog.ingest.producer import BATCH_BYTES, BATCH_RECORDS, OutgoingEntry, Throttle, producer_config
-from sessionlog.ingest.records import AppendHandle, Position
+from sessionlog.ingest.records import Position
 from sessionlog.ingest.settings import AppenderSettings, KafkaSettings
 from sessionlog.ingest.spool import Spool
+
+if TYPE_CHECKING:
+    from sessionlog.ingest.producer import Handle
+    from sessionlog.ingest.records import AppendHandle
 
 __all__ = ["SenderThread"]
 
@@ -62,7 +67,7 @@ class SenderThread:
     _spilling: bool
     _cursor: int
     _spool: Spool | None
-    _spilled_handles: weakref.WeakValueDictionary[int, AppendHandle]
+    _spilled_handles: weakref.WeakValueDictionary[int, Handle]
     _producer: Any
     _producer_factory: Callable[[dict[str, Any]], Any]
     _crashed: BaseException | None
@@ -300,28 +305,34 @@ class SenderThread:
         pop = acks.popleft
         while acks:
             batch.append(pop())
-        resolved: list[tuple[AppendHandle, Position]] = []
+        resolved: list[tuple[AppendHandle, Any]] = []
+        bulk: dict[BatchAck, int] = {}
         live: list[tuple[str, int, int, int]] = []
+        keep_live = self.live.max_per_session > 0 and self.live.max_total > 0
         rids: list[int] = []
         with self._lock:
             inflight, mem_done = self._inflight, self._mem_done
             spilled = self._spilled_handles
             freed = 0
             for item, metadata in batch:
-                position = Position(metadata.partition, metadata.offset)
                 if inflight.pop(id(item), None) is not None:
                     freed += item.size
                 handle = item.handle
-                if item.rid is not None:
-                    rids.append(item.rid)
+                rid = item.rid
+                if rid is not None:
+                    rids.append(rid)
                     if handle is None:
-                        handle = spilled.pop(item.rid, None)
+                        handle = spilled.pop(rid, None)
                 else:
                     mem_done.add(item.ticket)
                 if handle is not None:
-                    resolved.append((handle, position))
-                if item.seq is not None:
-                    live.append((item.session_id, item.seq, position.partition, position.offset))
+                    # A bulk load's entries share one BatchAck: counted, no Position built.
+                    if isinstance(handle, BatchAck):
+                        bulk[handle] = bulk.get(handle, 0) + 1
+                    else:
+                        resolved.append((handle, metadata))
+                if keep_live and item.seq is not None:
+                    live.append((item.session_id, item.seq, metadata.partition, metadata.offset))
             self._inflight_bytes -= freed
             if self._orphans:  # acknowledged after all while the producer was being stopped
                 done = {id(item) for item, _ in batch}
@@ -330,9 +341,12 @@ class SenderThread:
                 self._spool.ack_many(rids)
             self._counts["acknowledged"] += len(batch)
             self._idle.notify_all()
-        for handle, position in resolved:
-            handle._resolve(position)
-        self.live.acknowledged_many(live)
+        for handle, metadata in resolved:
+            handle._resolve(Position(metadata.partition, metadata.offset))
+        for ack, count in bulk.items():
+            ack._resolve_many(count)
+        if live:
+            self.live.acknowledged_many(live)
 
     def _on_error(self, item: OutgoingEntry, err: Exception) -> None:
         with self._lock:

@@ -24,11 +24,12 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
+from sessionlog.ingest.bulk import BatchAck, EncodedRecord
 from sessionlog.ingest.errors import AppenderClosed, RecordRejected, SessionBusy
 from sessionlog.ingest.live import LiveLog, LiveTail
 from sessionlog.ingest.records import AppendHandle, LogRecord, Position
@@ -260,6 +261,22 @@ class SQLiteEntryLog(LiveTail):
                     "append through it (log.session(...)) or close it first"
                 )
         return self._commit(parsed)
+
+    def append_encoded(self, records: Sequence[EncodedRecord]) -> BatchAck:
+        """Bulk load: commit records already validated and encoded
+        (:func:`~sessionlog.ingest.bulk.prepare_lines`) in one transaction, all or none; the
+        returned :class:`BatchAck` is already settled. The records do not enter the live view
+        (a loader's own searches never read them). Raises like :meth:`append_many`."""
+        for session_id in {r.session_id for r in records}:
+            if self._writer_registry.owner(session_id, self._generation) is not None:
+                raise SessionBusy(
+                    f"session {session_id} is owned by a SessionWriter in this process; "
+                    "append through it (log.session(...)) or close it first"
+                )
+        if records:
+            now = int(time.time() * 1000)
+            self._insert([(r.session_id, r.key, r.value, now) for r in records])
+        return BatchAck(len(records), acknowledged=len(records))
 
     def _submit(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> AppendHandle:
         """A session writer's append (the writer checked ownership and the seq)."""
