@@ -96,13 +96,19 @@ def append(
             "--workers",
             min=0,
             help="Processes validating records beside this one on a big input "
-            "(default: one per spare CPU, up to 4; 0: validate in this process).",
+            "(default: one per idle CPU, up to 4; 0: validate in this process).",
         ),
     ] = None,
 ) -> None:
     """Append wire-format records (one JSON object per line) to the session log (SESSIONLOG_BACKEND)."""
     from sessionlog.backend import open_log
-    from sessionlog.cli.append_pipeline import PARALLEL_MIN_BYTES, Preparer, auto_workers, iter_chunks
+    from sessionlog.cli.append_pipeline import (
+        PARALLEL_MIN_BYTES,
+        Preparer,
+        auto_workers,
+        bulk_gc,
+        iter_chunks,
+    )
     from sessionlog.ingest import IngestError
     from sessionlog.ingest.wire import MAX_RECORD_BYTES
 
@@ -114,6 +120,7 @@ def append(
         with ExitStack() as stack:
             if source != "-":
                 stack.enter_context(stream)
+            stack.enter_context(bulk_gc())
             eager = size is not None and size >= PARALLEL_MIN_BYTES  # workers start while the log opens
             preparer = stack.enter_context(
                 Preparer(auto_workers() if workers is None else workers, eager=eager)

@@ -187,19 +187,18 @@ class Appender(LiveTail, Intake):
 
         Raises :class:`SessionBusy`, :class:`SpoolFull`, :class:`AppenderClosed`, like ``append``."""
         ack = BatchAck(len(records))
-        owner, generation = self._writer_registry.owner, self._generation
-        for session_id in {r.session_id for r in records}:
-            if owner(session_id, generation) is not None:
-                raise SessionBusy(
-                    f"session {session_id} is owned by a SessionWriter in this process; "
-                    "append through it (appender.session(...)) or close it first"
-                )
-        items = [OutgoingEntry(-1, r.key, r.value, r.seq, ack, session_id=r.session_id) for r in records]
+        busy = self._writer_registry.first_owned(records, self._generation)
+        if busy is not None:
+            raise SessionBusy(
+                f"session {busy} is owned by a SessionWriter in this process; "
+                "append through it (appender.session(...)) or close it first"
+            )
+        items = [OutgoingEntry(-1, key, value, seq, ack, session_id=sid) for sid, key, value, seq in records]
         self._enqueue_many(items, wait_for_room=True)
         last = self._last_seqs
-        for r in records:
-            if r.seq is not None and r.seq > last.get(r.session_id, -1):
-                last[r.session_id] = r.seq
+        for sid, _, _, seq in records:
+            if seq is not None and seq > last.get(sid, -1):
+                last[sid] = seq
         while len(last) > _LAST_SEQS_MAX:
             last.pop(next(iter(last)), None)
         return ack

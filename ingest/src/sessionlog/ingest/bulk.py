@@ -4,7 +4,7 @@ The per-record API (``append`` / ``append_many``) hands back one :class:`AppendH
 and keeps every appended event in the process's live view: what an agent needs, and more than a
 bulk load does. A bulk loader (``sessionlog append FILE``) instead
 
-1. turns raw lines into :class:`EncodedRecord` s with :func:`prepare_lines` (pure; it may run in
+1. turns raw lines into :data:`EncodedRecord` s with :func:`prepare_lines` (pure; it may run in
    another process): every line is decoded, validated and encoded exactly as ``append`` would,
    and a line that is not a valid record becomes a rejection with its line number, field and
    reason;
@@ -36,14 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["BatchAck", "EncodedRecord", "Rejection", "encode_for_log", "prepare_lines"]
 
 
-class EncodedRecord(NamedTuple):
-    """A validated record as the log stores it: the session id, the key and value bytes (the
-    canonical encoding), and the seq of an event (None for a header)."""
-
-    session_id: str
-    key: bytes
-    value: bytes
-    seq: int | None
+#: A validated record as the log stores it: ``(session_id, key, value, seq)``, the key and value
+#: being the bytes of the log record (the canonical encoding) and ``seq`` None for a header. A
+#: plain tuple: a chunk's records cross from a worker process, and plain tuples unpickle in C.
+EncodedRecord = tuple[str, bytes, bytes, int | None]
 
 
 class Rejection(NamedTuple):
@@ -55,14 +51,14 @@ class Rejection(NamedTuple):
 
 
 def encode_for_log(record: HeaderRecord | EventRecord) -> EncodedRecord:
-    """The :class:`EncodedRecord` of a validated wire record; :class:`RecordRejected` when its
+    """The :data:`EncodedRecord` of a validated wire record; :class:`RecordRejected` when its
     encoding is over :data:`~sessionlog.ingest.wire.MAX_RECORD_BYTES`."""
     value = encode_record(record)
     if len(value) > MAX_RECORD_BYTES:
         raise RecordRejected("record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}")
     session_id = record.session_id
     seq = record.seq if isinstance(record, EventRecord) else None
-    return EncodedRecord(session_id, session_id.encode("utf-8"), value, seq)
+    return session_id, session_id.encode("utf-8"), value, seq
 
 
 def prepare_lines(lines: Iterable[tuple[int, bytes]]) -> tuple[list[EncodedRecord], list[Rejection]]:

@@ -78,6 +78,7 @@ class Intake(SenderThread):
         self._throttle = Throttle(log)
         self._next_housekeeping = 0.0
         self._acks = deque()
+        self._groups = deque()
         self._ack_signal = False
         self._sender_waiting = False
         self._partition_list = None

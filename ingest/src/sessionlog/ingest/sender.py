@@ -75,6 +75,7 @@ class SenderThread:
     _throttle: Throttle
     _next_housekeeping: float
     _acks: deque[tuple[OutgoingEntry, Any]]
+    _groups: deque[list[tuple[OutgoingEntry, Any]]]
     _ack_signal: bool
     _sender_waiting: bool
     _partition_list: list[int] | None
@@ -91,7 +92,7 @@ class SenderThread:
                 batch = self._take_work()
                 if batch is None:
                     break
-                if self._acks:
+                if self._acks or self._groups:
                     self._apply_acks()
                 if batch:
                     self._send(batch)
@@ -229,22 +230,60 @@ class SenderThread:
                 self._retry_later(items, err)
                 return
             partition_of = None  # send() raises it again for each entry, which then fails for good
-        send, on_ack, on_error = producer.send, self._on_ack, self._on_error
-        for index, item in enumerate(items):
-            try:
-                if partition_of is None:
-                    future = send(topic, key=item.key, value=item.value)
+        send = producer.send
+        # The round's futures by partition; one callback on the last of each (see _watch).
+        groups: dict[int, list[tuple[OutgoingEntry, Any]]] = {}
+        try:
+            for index, item in enumerate(items):
+                try:
+                    if partition_of is None:
+                        partition = -1
+                        future = send(topic, key=item.key, value=item.value)
+                    else:
+                        partition = partition_of(item.key)
+                        future = send(topic, key=item.key, value=item.value, partition=partition)
+                except Exception as err:
+                    if is_permanent(err) or not isinstance(err, KafkaError | OSError):
+                        self._forget_inflight(items[index : index + 1])
+                        self._fail_item(item, err)
+                        continue
+                    self._retry_later(items[index:], err)
+                    return
+                group = groups.get(partition)
+                if group is None:
+                    group = groups[partition] = []
+                group.append((item, future))
+        finally:
+            for group in groups.values():
+                group[-1][1].add_both(self._on_group_done, group)
+
+    def _on_group_done(self, group: list[tuple[OutgoingEntry, Any]], _result: Any) -> None:
+        # The last future of a round's partition is done: its predecessors normally are too (a
+        # partition's batches complete in order). Instead of two callbacks per record, the sender
+        # thread then reads them all at once (_collect_groups); any not done yet gets its own.
+        self._groups.append(group)
+        if not self._ack_signal:
+            with self._lock:
+                self._ack_signal = True
+                self._work.notify()
+
+    def _collect_groups(self) -> list[tuple[OutgoingEntry, Any]]:
+        """The acknowledged entries of the finished groups; failed ones go to :meth:`_on_error`."""
+        acked: list[tuple[OutgoingEntry, Any]] = []
+        failed: list[tuple[OutgoingEntry, Any]] = []
+        groups = self._groups
+        while groups:
+            for item, future in groups.popleft():
+                if not future.is_done:
+                    future.add_callback(self._on_ack, item)
+                    future.add_errback(self._on_error, item)
+                elif future.exception is None:
+                    acked.append((item, future.value))
                 else:
-                    future = send(topic, key=item.key, value=item.value, partition=partition_of(item.key))
-            except Exception as err:
-                if is_permanent(err) or not isinstance(err, KafkaError | OSError):
-                    self._forget_inflight(items[index : index + 1])
-                    self._fail_item(item, err)
-                    continue
-                self._retry_later(items[index:], err)
-                return
-            future.add_callback(on_ack, item)
-            future.add_errback(on_error, item)
+                    failed.append((item, future.exception))
+        for item, err in failed:
+            self._on_error(item, err)
+        return acked
 
     def _retry_later(self, rest: list[OutgoingEntry], err: BaseException) -> None:
         self._forget_inflight(rest)
@@ -299,9 +338,9 @@ class SenderThread:
 
     def _apply_acks(self) -> None:
         acks = self._acks
-        if not acks:
+        batch = self._collect_groups() if self._groups else []
+        if not acks and not batch:
             return
-        batch: list[tuple[OutgoingEntry, Any]] = []
         pop = acks.popleft
         while acks:
             batch.append(pop())

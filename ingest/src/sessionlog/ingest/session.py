@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
@@ -20,6 +20,7 @@ from sessionlog.ingest.errors import (
 from sessionlog.ingest.wire import WIRE_VERSION, EventRecord, HeaderRecord, parse_record
 
 if TYPE_CHECKING:
+    from sessionlog.ingest.bulk import EncodedRecord
     from sessionlog.ingest.records import AppendHandle
 
 __all__ = ["LastSeqLookup", "SessionWriter", "WriterHost", "WriterRegistry", "resume_seq"]
@@ -78,6 +79,16 @@ class WriterRegistry:
         current = self._writers.get(session_id)
         if current is not None and not current.closed and current._generation == generation:
             return current
+        return None
+
+    def first_owned(self, records: Iterable[EncodedRecord], generation: int) -> str | None:
+        """The first session of ``records`` that an open writer of this generation owns, if any
+        (a bulk load's check: nothing to look up while no writer is open)."""
+        if not self._writers:
+            return None
+        for session_id in {r[0] for r in records}:
+            if self.owner(session_id, generation) is not None:
+                return session_id
         return None
 
     def open(

@@ -267,15 +267,15 @@ class SQLiteEntryLog(LiveTail):
         (:func:`~sessionlog.ingest.bulk.prepare_lines`) in one transaction, all or none; the
         returned :class:`BatchAck` is already settled. The records do not enter the live view
         (a loader's own searches never read them). Raises like :meth:`append_many`."""
-        for session_id in {r.session_id for r in records}:
-            if self._writer_registry.owner(session_id, self._generation) is not None:
-                raise SessionBusy(
-                    f"session {session_id} is owned by a SessionWriter in this process; "
-                    "append through it (log.session(...)) or close it first"
-                )
+        busy = self._writer_registry.first_owned(records, self._generation)
+        if busy is not None:
+            raise SessionBusy(
+                f"session {busy} is owned by a SessionWriter in this process; "
+                "append through it (log.session(...)) or close it first"
+            )
         if records:
             now = int(time.time() * 1000)
-            self._insert([(r.session_id, r.key, r.value, now) for r in records])
+            self._insert([(sid, key, value, now) for sid, key, value, _ in records])
         return BatchAck(len(records), acknowledged=len(records))
 
     def _submit(self, record: HeaderRecord | EventRecord, *, writer: SessionWriter | None) -> AppendHandle:
