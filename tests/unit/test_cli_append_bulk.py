@@ -1,0 +1,149 @@
+"""``sessionlog append FILE`` on its bulk path (issue 15): validation in worker processes gives the
+same log and the same report as in-process, a broken worker costs speed and nothing else, and a
+record the log refuses fails the command with one line."""
+
+from __future__ import annotations
+
+import sqlite3
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from tests.unit.test_ingest_appender import KAFKA, FakeBroker, options
+from tests.unit.test_ingest_bulk import _Refusing
+from typer.testing import CliRunner, Result
+
+from sessionlog.cli import append_pipeline
+from sessionlog.cli.main import app
+from sessionlog.ingest import Appender
+from sessionlog.ingest.wire import MAX_RECORD_BYTES, decode_record, encode_record
+
+TIME = "2026-01-01T00:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def _embedded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("SESSIONLOG_BACKEND", "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "SESSIONLOG_OPENSEARCH_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(append_pipeline, "PARALLEL_MIN_BYTES", 0)  # workers from the first chunk
+
+
+def event(sid: str, seq: int) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "kind": "event",
+        "workspace_id": "ws-1",
+        "session_id": sid,
+        "seq": seq,
+        "type": "user/message",
+        "time": TIME,
+        "surface": {"op": "append"},
+        "text": f"zebra entry {seq}",
+    }
+
+
+def source(tmp_path: Path) -> tuple[Path, list[bytes]]:
+    """5,000 records over several chunks, with bad lines, a blank line and an oversized line."""
+    path = tmp_path / "in.jsonl"
+    good: list[bytes] = []
+    with path.open("wb") as out:
+        for i in range(5000):
+            record = orjson.dumps(event(f"s-{i % 7}", i // 7))
+            good.append(record)
+            out.write(record + b"\n")
+            if i % 997 == 0:
+                out.write(b'{"v":2}\n')
+            if i == 2500:
+                out.write(b"\n" + b'{"v":1,"text":"' + b"y" * (MAX_RECORD_BYTES + 10) + b'"}\n')
+    return path, good
+
+
+def run(db: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Result:
+    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(db))
+    result = CliRunner().invoke(app, ["append", *args, "--json"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def stored(db: Path) -> list[bytes]:
+    with sqlite3.connect(db) as conn:
+        return [bytes(v) for (v,) in conn.execute("SELECT value FROM log ORDER BY offset")]
+
+
+def summary(result: Result) -> dict[str, Any]:
+    out: dict[str, Any] = orjson.loads(result.stdout)
+    out.pop("seconds")
+    return out
+
+
+def test_worker_processes_give_the_same_log_and_report_as_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, good = source(tmp_path)
+    started: list[ProcessPoolExecutor | None] = []
+    start = append_pipeline._start
+
+    def counted(workers: int) -> ProcessPoolExecutor | None:
+        started.append(start(workers))
+        return started[-1]
+
+    monkeypatch.setattr(append_pipeline, "_start", counted)
+    inline = run(tmp_path / "inline.db", str(path), "--workers", "0", monkeypatch=monkeypatch)
+    assert not started
+    pooled = run(tmp_path / "pooled.db", str(path), "--workers", "1", monkeypatch=monkeypatch)
+    assert len(started) == 1 and isinstance(started[0], ProcessPoolExecutor)
+    assert inline.exit_code == pooled.exit_code == 1
+    assert summary(pooled) == summary(inline)
+    report = summary(inline)
+    assert report["appended"] == 5000 and report["rejected"] == 7
+    lines = [r["line"] for r in report["rejections"]]
+    assert lines == sorted(lines) and "byte record cap" in report["rejections"][3]["reason"]
+    expected = [encode_record(decode_record(record)) for record in good]
+    assert stored(tmp_path / "inline.db") == stored(tmp_path / "pooled.db") == expected
+
+
+class _BrokenPool:
+    """A pool whose workers died: every result raises BrokenProcessPool."""
+
+    def submit(self, fn: Any, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_exception(BrokenProcessPool("a worker died"))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass
+
+
+def test_a_broken_worker_costs_nothing_but_speed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, good = source(tmp_path)
+    monkeypatch.setattr(append_pipeline, "_start", lambda workers: _BrokenPool())
+    result = run(tmp_path / "log.db", str(path), "--workers", "2", monkeypatch=monkeypatch)
+    assert result.exit_code == 1 and summary(result)["appended"] == 5000
+    assert stored(tmp_path / "log.db") == [encode_record(decode_record(record)) for record in good]
+
+
+def test_a_record_the_log_refuses_fails_the_command_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = FakeBroker()
+
+    def refusing_log(*, live: bool = True) -> Appender:
+        return Appender(KAFKA, options(tmp_path), producer_factory=lambda config: _Refusing(broker))
+
+    monkeypatch.setattr("sessionlog.backend.open_log", refusing_log)
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(event(sid, 0)) + b"\n" for sid in ("ok", "bad", "fine")))
+    for as_json in (False, True):
+        result = CliRunner().invoke(app, ["append", str(path), *(["--json"] if as_json else [])])
+        assert result.exit_code == 1, result.output
+        if as_json:
+            error = orjson.loads(result.stdout)
+            assert "1 records were not appended" in error["error"]["message"]
+        else:
+            assert "1 records were not appended" in result.output
+            assert "before the failure: appended 2 records" in result.output
+            assert "Traceback" not in result.output
