@@ -16,6 +16,7 @@ from tests.unit.test_ingest_appender import KAFKA, FakeBroker, FakeProducer, _Me
 
 from sessionlog.ingest import Appender, RecordRejected, SessionBusy, SQLiteEntryLog
 from sessionlog.ingest.bulk import BatchAck, encode_for_log, prepare_lines
+from sessionlog.ingest.sqlite_log import BULK_CHECKPOINT_PAGES
 from sessionlog.ingest.wire import decode_record, encode_key, encode_record
 
 
@@ -71,6 +72,16 @@ def test_sqlite_append_encoded_commits_in_order_without_loss_or_duplicates(tmp_p
     assert [ack.acknowledged for ack in acks] == [10, 20, 0]
     assert [r.offset for r in stored] == list(range(1, 31))
     assert [(r.key, r.value) for r in stored] == [(key, value) for _, key, value, _ in records]
+
+
+def test_sqlite_bulk_batches_checkpoint_less_often_and_plain_appends_keep_the_default(tmp_path: Path) -> None:
+    records, _ = prepare_lines([(1, line(event("s-1", 0)))])
+    with SQLiteEntryLog(tmp_path / "a.db") as plain, SQLiteEntryLog(tmp_path / "b.db") as bulk:
+        plain.append(event("s-1", 0))
+        bulk.append_encoded(records)
+        for log, pages in ((plain, 1000), (bulk, BULK_CHECKPOINT_PAGES)):
+            assert log._conn is not None
+            assert log._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == pages
 
 
 def test_sqlite_append_encoded_refuses_a_session_owned_by_a_writer(tmp_path: Path) -> None:
