@@ -16,14 +16,16 @@ import logging
 import os
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing import get_context
-from typing import IO, Final, Self
+from typing import IO, TYPE_CHECKING, Final, Self
 
-from sessionlog.ingest.bulk import EncodedRecord, Rejection, prepare_lines
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from sessionlog.ingest.bulk import EncodedRecord, Rejection
+
+# The ingest modules (pydantic models) load when an append runs, not when the CLI starts.
 
 __all__ = [
     "BATCH_BYTES",
@@ -86,6 +88,8 @@ class Chunk:
 
 def iter_chunks(stream: IO[bytes], cap: int) -> Iterator[Chunk]:
     """The input in chunks of at most :data:`BATCH_RECORDS` lines / :data:`BATCH_BYTES`."""
+    from sessionlog.ingest.bulk import Rejection
+
     chunk, size, done = Chunk(), 0, 0
     for number, line, length in iter_lines(stream, cap):
         done += length
@@ -136,7 +140,8 @@ def auto_workers() -> int:
     return max(0, min(cpus - 1, round(cpus - busy - 1), _MAX_WORKERS))
 
 
-Prepared = tuple[Chunk, list[EncodedRecord], list[Rejection]]
+if TYPE_CHECKING:
+    Prepared = tuple[Chunk, list[EncodedRecord], list[Rejection]]
 
 
 def _merged(chunk: Chunk, records: list[EncodedRecord], rejections: list[Rejection]) -> Prepared:
@@ -189,6 +194,9 @@ class Preparer:
 
 
 def _start(workers: int) -> ProcessPoolExecutor | None:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
     try:
         return ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
     except (OSError, ValueError) as err:  # no processes here (sandbox, limits): validate in-process
@@ -199,6 +207,10 @@ def _start(workers: int) -> ProcessPoolExecutor | None:
 def _submit(
     pool: ProcessPoolExecutor, chunk: Chunk
 ) -> Future[tuple[list[EncodedRecord], list[Rejection]]] | None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    from sessionlog.ingest.bulk import prepare_lines
+
     try:
         return pool.submit(prepare_lines, chunk.lines)
     except (OSError, RuntimeError, BrokenProcessPool) as err:
@@ -207,6 +219,10 @@ def _submit(
 
 
 def _result(chunk: Chunk, future: Future[tuple[list[EncodedRecord], list[Rejection]]] | None) -> Prepared:
+    from concurrent.futures.process import BrokenProcessPool
+
+    from sessionlog.ingest.bulk import prepare_lines
+
     if future is not None:
         try:
             return _merged(chunk, *future.result())
