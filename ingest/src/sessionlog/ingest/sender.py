@@ -230,7 +230,7 @@ class SenderThread(Acknowledgements):
                 return
             partition_of = None  # send() raises it again for each entry, which then fails for good
         send = producer.send
-        # The round's futures by partition; one callback on the last of each (see _watch).
+        # The round's futures by partition; one callback on the last of each (_on_group_done).
         groups: dict[int, list[tuple[OutgoingEntry, Any]]] = {}
         try:
             for index, item in enumerate(items):
