@@ -135,7 +135,7 @@ def auto_workers() -> int:
         cpus = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0]
-    except OSError:
+    except (AttributeError, OSError):  # no load average on this platform
         busy = 0.0
     return max(0, min(cpus - 1, round(cpus - busy - 1), _MAX_WORKERS))
 
