@@ -4,6 +4,7 @@ record the log refuses fails the command with one line."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -147,3 +148,15 @@ def test_a_record_the_log_refuses_fails_the_command_with_one_line(
             assert "1 records were not appended" in result.output
             assert "before the failure: appended 2 records" in result.output
             assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("cpus", "load", "workers"),
+    [(2, 0.1, 1), (2, 1.2, 0), (2, 3.5, 0), (8, 0.0, 4), (8, 5.0, 2), (1, 0.0, 0)],
+)
+def test_workers_only_for_idle_cpus(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, workers: int
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load), raising=False)
+    assert append_pipeline.auto_workers() == workers
