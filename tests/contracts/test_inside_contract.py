@@ -4,7 +4,6 @@ is read as ``piled``, and ``compiled`` holds it too (issue 14, the ``typo1_inser
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,8 +11,8 @@ import pytest
 from sessionlog.query import Scope, SessionQueryRequest
 
 from .conftest import _PARAMS, Harness, make_harness
+from .test_relevance_contract import _event, _header
 
-BASE = datetime(2026, 11, 21, tzinfo=UTC)
 INSIDE = "ins-main"
 FULL = "ins-full"  # a page full of one-edit matches
 SHORT = "ins-short"  # a typed word too short to be read inside longer words
@@ -37,34 +36,10 @@ FULL_TEXTS = [
 SHORT_TEXTS = ["a bolt of cloth", "thunderbolt weather"]
 
 
-def _event(sid: str, seq: int, text: str) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "kind": "event",
-        "workspace_id": f"{sid}-ws",
-        "session_id": sid,
-        "seq": seq,
-        "type": "user/message",
-        "role": "user",
-        "surface": {"op": "append"},
-        "time": (BASE + timedelta(minutes=seq)).isoformat(),
-        "text": text,
-    }
-
-
 def _records() -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [
-        {
-            "v": 1,
-            "kind": "header",
-            "workspace_id": f"{sid}-ws",
-            "session_id": sid,
-            "created_at": BASE.isoformat(),
-        }
-        for sid in (INSIDE, FULL, SHORT)
-    ]
+    out: list[dict[str, Any]] = []
     for sid, texts in ((INSIDE, INSIDE_TEXTS), (FULL, FULL_TEXTS), (SHORT, SHORT_TEXTS)):
-        out += [_event(sid, seq, text) for seq, text in enumerate(texts)]
+        out += [_header(f"{sid}-ws", sid), *(_event(f"{sid}-ws", sid, seq, t) for seq, t in enumerate(texts))]
     return out
 
 
