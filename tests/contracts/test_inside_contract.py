@@ -127,3 +127,9 @@ def test_an_entry_matching_the_typed_word_keeps_its_own_tier(ins: Harness, path:
     # tier: the word inside longer words first, then pilxed and pile, the closest first).
     (page,) = _pages(ins, path, "piled", 10)
     assert page == [(INSIDE, seq) for seq in [0, 6, 3, 5, 2, 1]]
+
+
+@pytest.mark.parametrize("api", ["async"], indirect=True)
+@pytest.mark.parametrize("path", _paths(INSIDE))
+def test_the_async_provider_reads_inside_longer_words_too(ins: Harness, api: str, path: Path) -> None:
+    assert [seq for p in _pages(ins, path, "pilxed", 2) for _, seq in p] == [5, 0, 6, 2, 3, 1]
