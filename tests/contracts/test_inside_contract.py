@@ -16,6 +16,7 @@ from .test_relevance_contract import _event, _header
 INSIDE = "ins-main"
 FULL = "ins-full"  # a page full of one-edit matches
 SHORT = "ins-short"  # a typed word too short to be read inside longer words
+TYPED = "ins-typed"  # the typed word is in the scope
 
 INSIDE_TEXTS = [
     "the build piled up overnight",  # 0: the reading "piled" as a word (one edit)
@@ -23,7 +24,7 @@ INSIDE_TEXTS = [
     "a pile of logs",  # 2: two edits ("pile")
     "recompiled with new flags",  # 3: "piled" inside, newer
     "nothing relevant here",  # 4
-    "pilxed spelled as typed",  # 5: the typed word itself
+    "a pilot light",  # 5
     "piledriver rental",  # 6: "piled" at the start of a longer word
 ]
 # Twelve one-edit matches fill the first page; the entries inside longer words come after them.
@@ -34,11 +35,13 @@ FULL_TEXTS = [
 # "bolto" (five letters) is read as "bolt" (four) inside "thunderbolt"; "bolt" typed as "bolx"
 # (four letters) is never read inside a longer word.
 SHORT_TEXTS = ["a bolt of cloth", "thunderbolt weather"]
+TYPED_TEXTS = ["compiled code", "the piled crates", "pilxed as typed"]
 
 
 def _records() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for sid, texts in ((INSIDE, INSIDE_TEXTS), (FULL, FULL_TEXTS), (SHORT, SHORT_TEXTS)):
+    sets = ((INSIDE, INSIDE_TEXTS), (FULL, FULL_TEXTS), (SHORT, SHORT_TEXTS), (TYPED, TYPED_TEXTS))
+    for sid, texts in sets:
         out += [_header(f"{sid}-ws", sid), *(_event(f"{sid}-ws", sid, seq, t) for seq, t in enumerate(texts))]
     return out
 
@@ -73,6 +76,14 @@ def _pages(harness: Harness, path: Path, query: str, limit: int) -> list[list[tu
             return pages
 
 
+def _every_entry_once(harness: Harness, path: Path, query: str, expected: list[int]) -> None:
+    """Pages of two: the first two of ``expected`` first, then every other entry once. (A later
+    page orders its own entries by reading again, so the order past the first page may differ.)"""
+    seqs = [seq for page in _pages(harness, path, query, 2) for _, seq in page]
+    assert seqs[:2] == expected[:2]
+    assert sorted(seqs) == sorted(expected) and len(seqs) == len(set(seqs))
+
+
 def _paths(sid: str) -> list[Any]:
     """The session scored entry by entry, and the session and its workspace (one per data set)
     through the index (``scan_max_rows=0``)."""
@@ -85,12 +96,12 @@ def _paths(sid: str) -> list[Any]:
 
 @pytest.mark.parametrize("path", _paths(INSIDE))
 def test_a_reading_inside_longer_words_ranks_with_two_edit_typos(ins: Harness, path: Path) -> None:
-    # The typed word, then its one-edit reading, then the two-step tier: the reading inside longer
-    # words (closest spelling: every letter of "piled" kept) before "pile", newest first.
-    expected = [5, 0, 6, 2, 3, 1]
+    # The one-edit reading, then the two-step tier: the reading inside longer words (closest
+    # spelling: every letter of "piled" kept) before "pile", newest first.
+    expected = [0, 6, 2, 3, 1]
     (page,) = _pages(ins, path, "pilxed", 10)
     assert page == [(INSIDE, seq) for seq in expected]
-    assert [seq for p in _pages(ins, path, "pilxed", 2) for _, seq in p] == expected
+    _every_entry_once(ins, path, "pilxed", expected)
 
 
 @pytest.mark.parametrize("path", _paths(INSIDE))
@@ -122,14 +133,19 @@ def test_only_words_of_five_letters_are_read_inside_longer_words(ins: Harness, p
 
 @pytest.mark.parametrize("path", _paths(INSIDE))
 def test_an_entry_matching_the_typed_word_keeps_its_own_tier(ins: Harness, path: Path) -> None:
-    # "piled" typed right: "pile" is one of its readings, but every entry holding "pile" inside a
-    # longer word holds "piled" itself, so its own tier counts (exact, prefix, then the one-edit
-    # tier: the word inside longer words first, then pilxed and pile, the closest first).
+    # "piled" typed right: exact, prefix, then the one-edit tier (the word inside longer words
+    # first, then "pile"); it is not read inside longer words.
     (page,) = _pages(ins, path, "piled", 10)
-    assert page == [(INSIDE, seq) for seq in [0, 6, 3, 5, 2, 1]]
+    assert page == [(INSIDE, seq) for seq in [0, 6, 3, 2, 1]]
+
+
+@pytest.mark.parametrize("path", _paths(TYPED))
+def test_a_word_the_scope_holds_as_typed_is_not_read_inside_longer_words(ins: Harness, path: Path) -> None:
+    (page,) = _pages(ins, path, "pilxed", 10)
+    assert page == [(TYPED, 2), (TYPED, 1)]  # "compiled" is not looked up
 
 
 @pytest.mark.parametrize("api", ["async"], indirect=True)
 @pytest.mark.parametrize("path", _paths(INSIDE))
 def test_the_async_provider_reads_inside_longer_words_too(ins: Harness, api: str, path: Path) -> None:
-    assert [seq for p in _pages(ins, path, "pilxed", 2) for _, seq in p] == [5, 0, 6, 2, 3, 1]
+    _every_entry_once(ins, path, "pilxed", [0, 6, 2, 3, 1])

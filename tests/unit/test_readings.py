@@ -235,12 +235,19 @@ def test_needed_when_every_match_is_in_or_the_pool_ends_at_the_tier() -> None:
 
 def test_the_one_edit_readings_closest_first_and_capped() -> None:
     plan = _plan("plantes")
-    texts = {0: "slantes", 1: "plante", 2: "plantes", 3: "planxtes", 4: "plaxtes", 5: "plans"}
-    # The typed word is no reading and "plans" is two edits away (inside a word: three steps).
+    texts = {0: "slantes", 1: "plante", 3: "planxtes", 4: "plaxtes", 5: "plans"}
+    # "plans" is two edits away (inside a word: three steps).
     # Closest first: an insertion keeps all seven letters, a deletion six, a substitution six of
     # eight; equally close readings in the pool's order (D2: the newest first).
     assert inside_readings(plan, _scored(plan, texts), {}) == [(0, "planxtes"), (0, "plante"), (0, "plaxtes")]
     assert INSIDE_MAX == 3
+    # A word the pool holds as typed (whole, as a prefix or inside a longer word) is not read.
+    for typed in ("plantes", "plantest", "implantes"):
+        assert inside_readings(plan, _scored(plan, {**texts, 2: typed}), {}) == []
+    two = _plan("plantes", "deck")
+    assert inside_readings(two, _scored(two, {0: "plante deck", 1: "plantes decks"}), {}) == []
+    found = inside_readings(two, _scored(two, {0: "plante deck", 1: "plants deck"}), {})
+    assert found == [(0, "plants"), (0, "plante")]  # as close: the newest first
 
 
 def test_added_entries_keep_the_pool_order_and_join_the_readings() -> None:

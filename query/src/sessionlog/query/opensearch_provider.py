@@ -85,7 +85,12 @@ class OpenSearchEngine:
         if plan.browse:
             return browse_body(plan, size=query.size, single_session=query.single, exclude=query.exclude)
         return search_body(
-            plan, size=query.size, partial=query.partial, exclude=query.exclude, skip=query.skip
+            plan,
+            size=query.size,
+            partial=query.partial,
+            exclude=query.exclude,
+            skip=query.skip,
+            inside=query.inside,
         )
 
     def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:

@@ -282,7 +282,11 @@ def _readings(
         for index, term in readings.inside_readings(plan, first, known):
             deadline.check()
             read = replace(
-                query, plan=readings.read_as(plan, index, term), size=readings.WINDOW, skip=frozenset({term})
+                query,
+                plan=readings.read_as(plan, index, term),
+                size=readings.WINDOW,
+                skip=frozenset({term}),
+                inside=frozenset({term}),
             )
             found = yield EngineStep("rank", read, deadline)
             assert isinstance(found, list)

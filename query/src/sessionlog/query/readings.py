@@ -210,18 +210,27 @@ def inside_needed(plan: QueryPlan, pool: Sequence[EngineHit], full: bool) -> boo
 
 def inside_readings(plan: QueryPlan, pool: Sequence[EngineHit], known: Known) -> list[tuple[int, str]]:
     """The one-edit readings of ``pool``'s typo matches that may occur inside longer words, as
-    (word index, reading): the closest first (then the first seen), at most :data:`INSIDE_MAX`."""
+    (word index, reading): the closest first (then the first seen), at most :data:`INSIDE_MAX`.
+
+    Only for the words ``pool`` never holds as typed (a whole word, a prefix or inside a longer
+    word): a word the scope holds was likely meant as it is, and its entries rank first."""
     ceiling = _typo_ceiling(plan)
+    as_typed = [False] * len(plan.words)
     found: dict[tuple[int, str], None] = {}
     for hit in pool:
         if tier_of(hit.score) > ceiling:
-            continue
+            as_typed = [True] * len(plan.words)  # every word matched without a typo
+            break
         reading = _reading(plan, hit, known)
         for index, term in enumerate(reading[1] if reading else ()):
-            if term and term != plan.words[index] and _inside_worthy(plan.words[index], term):
+            word = plan.words[index]
+            if not term or term == word:
+                as_typed[index] = True
+            elif _inside_worthy(word, term):
                 found.setdefault((index, term), None)
-    ordered = sorted(found, key=lambda item: -closeness(plan.words[item[0] : item[0] + 1], (item[1],)))
-    return ordered[:INSIDE_MAX]
+    wanted = [item for item in found if not as_typed[item[0]]]
+    wanted.sort(key=lambda item: -closeness(plan.words[item[0] : item[0] + 1], (item[1],)))
+    return wanted[:INSIDE_MAX]
 
 
 def read_as(plan: QueryPlan, index: int, term: str) -> QueryPlan:
