@@ -13,8 +13,11 @@ pytest. The changes:
 ``crowded``  a second window of readings when one reading fills the first
              (``sessionlog.query.readings.crowded``), against none. Pages may differ: that is
              the point of the change; how often it fires is printed.
+``inside``   the entries of a typo's readings inside longer words
+             (``sessionlog.query.readings.inside_readings``), against none. Pages may differ; how
+             often a search looks readings up is printed.
 
-    python -m tests.benchmarks.bench_search_ab RESULT.json --sqlite DIR [--change parts|crowded]
+    python -m tests.benchmarks.bench_search_ab RESULT.json --sqlite DIR [--change parts|crowded|inside]
         [--scope workspace|session]
 """
 
@@ -56,12 +59,16 @@ class _Switch:
 
     def _counted(self, *args: Any, **kwargs: Any) -> Any:
         found = self.on(*args, **kwargs)
-        self.fired += bool(found) if self.name == "crowded" else 0
+        self.fired += bool(found) if self.name in ("crowded", "inside_readings") else 0
         return found
 
 
 def _no_crowd(plan: QueryPlan, window: Sequence[EngineHit]) -> frozenset[str]:
     return frozenset()
+
+
+def _no_inside(plan: QueryPlan, pool: Sequence[EngineHit], known: Any) -> list[tuple[int, str]]:
+    return []
 
 
 def _timed(provider: SQLiteProvider, switch: _Switch, on: bool, text: str) -> tuple[float, list[int]]:
@@ -76,15 +83,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("result", type=Path, help="a relevance result JSON with its query list")
     parser.add_argument("--sqlite", type=Path, required=True, help="directory of the embedded file")
-    parser.add_argument("--change", choices=("parts", "crowded"), default="parts")
+    parser.add_argument("--change", choices=("parts", "crowded", "inside"), default="parts")
     parser.add_argument("--scope", choices=("workspace", "session"), default="workspace")
     args = parser.parse_args()
     every = json.loads(args.result.read_text("utf-8"))["query_list"]
     queries = [q for q in every if q["scope_kind"] == args.scope]
     if args.change == "parts":
         switch = _Switch(sqlite_hits, "parts_rowids", _in_sql)
-    else:
+    elif args.change == "crowded":
         switch = _Switch(readings, "crowded", _no_crowd)
+    else:
+        switch = _Switch(readings, "inside_readings", _no_inside)
     providers: dict[str, SQLiteProvider] = {}
     rows: list[tuple[float, float, str]] = []
     try:
@@ -111,6 +120,8 @@ def main() -> None:
         print(f"{args.change} {name:4} n={len(ms)} p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f} ms")
     if args.change == "crowded":
         print(f"a second window in {switch.fired // 2} of {len(rows)} queries")
+    if args.change == "inside":
+        print(f"readings looked up inside longer words in {switch.fired // 2} of {len(rows)} queries")
 
 
 if __name__ == "__main__":

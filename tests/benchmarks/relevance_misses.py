@@ -5,8 +5,9 @@ Takes a result file of ``tests.benchmarks.run relevance`` (it keeps its query li
 that run loaded: an OpenSearch index prefix, or an embedded file built with ``--load`` (the same
 seed and size give the same corpus). Prints, per variant, recall@10 now and (embedded) its
 *ceiling*: the share of the ground truth (up to 10 entries) that ``score_text`` matches at all. The
-benchmark's ground truth counts the clean word inside longer words, which a typo of it cannot
-reach. Not collected by pytest.
+benchmark's ground truth counts the clean word inside longer words, which ``score_text`` alone
+cannot reach for a typo of it; the provider core reaches them through the typo's readings
+(``readings.add_inside``), so recall may now pass this ceiling. Not collected by pytest.
 
     python -m tests.benchmarks.relevance_misses --load 1000000 --sqlite DIR           # build DIR
     python -m tests.benchmarks.relevance_misses RESULT.json --sqlite DIR --variants id_substring

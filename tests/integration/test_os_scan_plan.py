@@ -233,14 +233,15 @@ def test_a_session_over_the_limit_takes_the_index_path_then_goes_there_at_once(
 ) -> None:
     reference = OpenSearchProvider(Scope.session(BIG), target, cursor_key=KEY, scan_max_rows=0)
     spy = Spy(reference.engine.access.client)
-    request = SessionQueryRequest(query="reprot", limit=50)  # one page, one word: no further ranking
+    # One page, one word: no window; one more search for the reading "report" inside longer words.
+    request = SessionQueryRequest(query="reprot", limit=50)
     try:
         expected = _view(reference.search(request))
         small = OpenSearchProvider(
             Scope.session("s-1"), target, client=cast(Any, spy), scan_max_rows=SCAN_LIMIT * 5
         )
         small.search(request)
-        assert [name for name, _ in spy.calls] == ["msearch"] and _scanned(spy.calls[0][1][3])
+        assert [name for name, _ in spy.calls] == ["msearch"] and _scanned(spy.calls[0][1][3])  # rescanned
         spy.calls.clear()
         assert sum(1 for r in RECORDS if r.get("session_id") == BIG and r["kind"] == "event") > SCAN_LIMIT
         for attempt in range(2):
@@ -250,10 +251,10 @@ def test_a_session_over_the_limit_takes_the_index_path_then_goes_there_at_once(
             assert _view(big.search(request)) == expected
             names = [name for name, _ in spy.calls]
             if attempt == 0:  # asked for its entries, too many: the index, in a second request
-                assert names == ["msearch", "search"] and _scanned(spy.calls[0][1][3])
-                assert not _scanned(spy.calls[1][1])
-            else:  # remembered: the index at once, in one request
-                assert names == ["msearch"] and not _scanned(spy.calls[0][1][3])
+                assert names == ["msearch", "search", "search"] and _scanned(spy.calls[0][1][3])
+                assert not _scanned(spy.calls[1][1]) and not _scanned(spy.calls[2][1])
+            else:  # remembered: the index at once, in one request (and the reading's search)
+                assert names == ["msearch", "search"] and not _scanned(spy.calls[0][1][3])
             spy.calls.clear()
             big.close()
     finally:

@@ -104,14 +104,14 @@ def _prefix(field: str, fragment: str) -> list[dict[str, Any]]:
     return [_const(regexp, TIER_PREFIX), _const(prefix, TIER_PREFIX_NUMBER)]
 
 
-def _plain_tiers(raw: str, folded: str, field: str, last: bool) -> list[dict[str, Any]]:
+def _plain_tiers(raw: str, folded: str, field: str, last: bool, typos: bool = True) -> list[dict[str, Any]]:
     tiers = [
         _const({"match": {f"{field}.exact": {"query": raw}}}, TIER_EXACT),
         _const({"match": {field: {"query": folded}}}, TIER_FOLDED),
     ]
     if last and len(folded) >= 3:
         tiers += _prefix(field, folded)
-    budget = fuzzy_budget(folded)
+    budget = fuzzy_budget(folded) if typos else 0
     key = mixed_key(folded)
     for edits, tier in ((1, TIER_FUZZY), (2, TIER_FUZZY2)):
         if edits > budget:
@@ -168,9 +168,10 @@ def _cjk_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
     return tiers
 
 
-def word_clause(raw: str, folded: str, *, last: bool = False) -> dict[str, Any]:
-    """Matches one query word in any tier (``last``: the query's last word, which may be a prefix);
-    scores as the best tier it reaches (:mod:`sessionlog.query.scoring` has the same tiers)."""
+def word_clause(raw: str, folded: str, *, last: bool = False, typos: bool = True) -> dict[str, Any]:
+    """Matches one query word in any tier (``last``: the query's last word, which may be a prefix;
+    ``typos=False``: not its typo tiers); scores as the best tier it reaches
+    (:mod:`sessionlog.query.scoring` has the same tiers)."""
     tiers: list[dict[str, Any]] = []
     for field in _FIELDS:
         if is_compound(folded):
@@ -178,7 +179,7 @@ def word_clause(raw: str, folded: str, *, last: bool = False) -> dict[str, Any]:
         elif is_cjk(folded):
             tiers += _cjk_tiers(raw, folded, field)
         else:
-            tiers += _plain_tiers(raw, folded, field, last)
+            tiers += _plain_tiers(raw, folded, field, last, typos)
     if is_compound(folded):
         # Every part somewhere (``get_tpye`` finds ``get`` … ``type``): the lowest tier.
         parts = [word_clause(part, part) for part in WORD_RE.findall(folded)]
@@ -232,12 +233,13 @@ def search_body(
     partial: bool = False,
     exclude: Sequence[str] = (),
     skip: frozenset[str] = frozenset(),
+    inside: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """A ranked search: every word must match (or, ``partial``, at least one); entries holding a
-    word of ``skip`` are left out."""
+    word of ``skip`` are left out; the words of ``inside`` are looked for without their typo tiers."""
     last = len(plan.words) - 1
     clauses = [
-        word_clause(r, w, last=i == last)
+        word_clause(r, w, last=i == last, typos=w not in inside)
         for i, (r, w) in enumerate(zip(plan.raw_words, plan.words, strict=True))
     ]
     should: list[dict[str, Any]] = []

@@ -99,12 +99,12 @@ def _table_arm(table: str, match: str, tier: float) -> Arm:
 class WordArms:
     """One folded query word: its arms per phase and its typo candidates (after :meth:`expand`)."""
 
-    def __init__(self, text: str, *, last: bool = False) -> None:
+    def __init__(self, text: str, *, last: bool = False, typos: bool = True) -> None:
         self.text = text
         self.last = last
         self.compound = is_compound(text)
         self.cjk = not self.compound and is_cjk(text)
-        self.budget = fuzzy_budget(text)
+        self.budget = fuzzy_budget(text) if typos else 0
         self.parts = [WordArms(p) for p in WORD_RE.findall(text)] if self.compound else []
         self.expansions: list[tuple[int, str]] = []
         self.expanded = False

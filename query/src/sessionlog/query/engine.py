@@ -32,7 +32,10 @@ class EngineQuery:
     returned; ``partial`` asks for closest matches (any word) instead of every word;
     ``live_topic`` asks for the searchability watermark of that log; ``skip`` leaves out the
     entries holding any of these folded words (the crowded readings of a first window of readings,
-    :func:`sessionlog.query.readings.crowded`).
+    :func:`sessionlog.query.readings.crowded`); ``inside`` lists query words looked for inside
+    longer words only, without their typo tiers (a typo's reading, whose entries holding it whole
+    are in ``skip``: :func:`sessionlog.query.readings.add_inside`). An engine that scores every
+    entry of a small scope may still score their typos; the core reads the texts.
 
     ``scratch`` is the engine's own state between the calls of one search: the core derives every
     further call's query from the first with :func:`dataclasses.replace`, which keeps the same
@@ -48,6 +51,7 @@ class EngineQuery:
     partial: bool = False
     live_topic: str | None = None
     skip: frozenset[str] = frozenset()
+    inside: frozenset[str] = frozenset()
     scratch: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 

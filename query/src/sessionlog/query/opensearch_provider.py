@@ -85,7 +85,12 @@ class OpenSearchEngine:
         if plan.browse:
             return browse_body(plan, size=query.size, single_session=query.single, exclude=query.exclude)
         return search_body(
-            plan, size=query.size, partial=query.partial, exclude=query.exclude, skip=query.skip
+            plan,
+            size=query.size,
+            partial=query.partial,
+            exclude=query.exclude,
+            skip=query.skip,
+            inside=query.inside,
         )
 
     def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
@@ -173,16 +178,22 @@ class OpenSearchEngine:
         if not fits(found, self.scan_max_rows):
             OVERSIZED.add(self._scan_key(query))
             return corpus, None
-        query.scratch[_SCANNED] = found
+        query.scratch[_SCANNED] = (frozenset(query.exclude), found)
         scanned = self.rescan(query, deadline)
         assert scanned is not None
         return corpus, scanned
 
     def rescan(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit] | None:
         """The page ranked from the scope's entries this search already has, else ``None``."""
-        found = query.scratch.get(_SCANNED)
-        if found is None:
+        scanned: tuple[frozenset[str], list[dict[str, Any]]] | None = query.scratch.get(_SCANNED)
+        if scanned is None:
             return None
+        fetched_without, found = scanned
+        if not fetched_without.issubset(query.exclude):  # entries the scan did not fetch are asked for
+            return None
+        if len(query.exclude) > len(fetched_without):
+            excluded = set(query.exclude)
+            found = [hit for hit in found if hit["_id"] not in excluded]
         top = scan_top(found, query.plan, query.partial, query.size, deadline.check, query.skip)
         return [self._hit(hit, query, score) for hit, score in top]
 

@@ -180,26 +180,8 @@ class ProviderCore:
         if issued is not None and issued != corpus.generation:
             raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "the searched corpus changed; search again")
         hits = page.hits
-        if not plan.browse and not partial and hits:
-            # Each reading of a typo before a second entry of any (sessionlog.query.readings).
-            if readings.window_needed(plan, hits, query.size):
-                deadline.check()
-                wide = yield EngineStep(
-                    "rank", replace(query, size=max(readings.WINDOW, query.size)), deadline
-                )
-                assert isinstance(wide, list)
-                known: readings.Known = {}
-                crowd = readings.crowded(plan, wide, known)
-                if crowd:  # a common reading fills the window: the others' best entries too
-                    deadline.check()
-                    rest = yield EngineStep(
-                        "rank", replace(query, size=readings.WINDOW, skip=crowd), deadline
-                    )
-                    assert isinstance(rest, list)
-                    wide = readings.merge(wide, rest)
-                hits = readings.diversify(plan, wide, known)[: query.size]
-            else:
-                hits = readings.diversify(plan, hits)
+        if not plan.browse and not partial and (hits or seen):  # a later page may hold only readings
+            hits = yield from _readings(query, hits, deadline)
         if not plan.browse and not hits and issued is None and len(plan.words) > 1:
             partial = True  # no entry has every word: the closest matches, said so (D2)
             deadline.check()
@@ -264,6 +246,52 @@ class SearchProvider(ProviderCore):
         while isinstance(outcome, EngineStep):
             outcome = advance(flow, outcome.call(self.engine))
         return outcome
+
+
+def _readings(
+    query: EngineQuery, hits: list[EngineHit], deadline: Deadline
+) -> Generator[EngineStep, EnginePage | list[EngineHit] | None, list[EngineHit]]:
+    """The page of ``hits`` (the engine's, in D2's order) with each reading of a typo before a
+    second entry of any, the entries of a reading inside longer words included
+    (:mod:`sessionlog.query.readings`)."""
+    plan = query.plan
+    known: readings.Known = {}
+    pool, window = hits, hits
+    if readings.window_needed(plan, hits, query.size):
+        deadline.check()
+        answer = yield EngineStep("rank", replace(query, size=max(readings.WINDOW, query.size)), deadline)
+        assert isinstance(answer, list)
+        pool = window = answer
+        crowd = readings.crowded(plan, window, known)
+        if crowd:  # a common reading fills the window: the others' best entries too
+            deadline.check()
+            rest = yield EngineStep("rank", replace(query, size=readings.WINDOW, skip=crowd), deadline)
+            assert isinstance(rest, list)
+            pool = readings.merge(window, rest)
+    full = len(window) >= (query.size if window is hits else max(readings.WINDOW, query.size))
+    if readings.inside_needed(plan, window, full):
+        last = window[-1] if full else None
+        first = window
+        if query.exclude:  # an entry holding a reading whole may be on an earlier page: read them all
+            deadline.check()
+            answer = yield EngineStep(
+                "rank", replace(query, exclude=(), size=max(readings.WINDOW, query.size)), deadline
+            )
+            assert isinstance(answer, list)
+            first = answer
+        for index, term in readings.inside_readings(plan, first, known):
+            deadline.check()
+            read = replace(
+                query,
+                plan=readings.read_as(plan, index, term),
+                size=readings.WINDOW,
+                skip=frozenset({term}),
+                inside=frozenset({term}),
+            )
+            found = yield EngineStep("rank", read, deadline)
+            assert isinstance(found, list)
+            pool = readings.add_inside(plan, index, term, pool, found, last, known)
+    return readings.diversify(plan, pool, known)[: query.size]
 
 
 def _match(hit: EngineHit, plan: QueryPlan, budget: int) -> SessionMatch:

@@ -15,6 +15,13 @@ When a short typo has more readings than a page holds (``caro``: ``car``, ``care
 in order and ``card`` keeps three. Among equally close readings, D2's order of their best entries
 decides. The word itself inside a longer word is the closest reading (no edit at all).
 
+A reading may also occur inside longer words: ``pilxed`` is read as ``piled``, and ``compiled``
+holds ``piled`` as much as the entry that has the word alone. Those entries form one more reading
+(:func:`inside_readings`), in the tier of a two-edit typo
+(:data:`~sessionlog.query.scoring.TIER_INSIDE`): the core asks the engine for each of the
+closest readings as a word, without the entries holding it whole (:func:`read_as`), and adds what
+it finds to the window (:func:`add_inside`).
+
 Both backends apply this the same way, in the provider core, to the engine's hits in D2's order:
 when a page could end inside a tier that may hold typo matches, the engine is asked for the first
 :data:`WINDOW` entries (not returned by earlier pages) and the page is taken from their reordering.
@@ -24,18 +31,46 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Final
 
 from rapidfuzz.distance import Indel
 
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.engine import EngineHit
-from sessionlog.query.scoring import TIER_EXACT, TIER_FUZZY, fuzzy_budget, text_reading
+from sessionlog.query.scoring import (
+    TIER_EXACT,
+    TIER_FUZZY,
+    TIER_INSIDE,
+    fuzzy_budget,
+    reading_inside,
+    text_reading,
+    typo_match,
+)
 
-__all__ = ["WINDOW", "Known", "closeness", "crowded", "diversify", "merge", "tier_of", "window_needed"]
+__all__ = [
+    "INSIDE_MAX",
+    "WINDOW",
+    "Known",
+    "add_inside",
+    "closeness",
+    "crowded",
+    "diversify",
+    "inside_needed",
+    "inside_readings",
+    "merge",
+    "read_as",
+    "tier_of",
+    "window_needed",
+]
 
 #: Entries (in D2's order) whose readings a page is drawn from.
 WINDOW: Final = 300
+#: The readings (closest first) whose entries inside longer words one search looks up.
+INSIDE_MAX: Final = 3
+#: A typed word is read inside longer words from this length (a reading then has 4+ letters: a
+#: shorter one is inside too many words to mean anything).
+INSIDE_FROM: Final = 5
 #: A reading holding at least this share of a full window crowds the others out of it.
 CROWDED: Final = 0.5
 # The occurrence and field bonuses stay below 0.33, tiers are multiples of 0.5; OpenSearch scores
@@ -150,3 +185,99 @@ def merge(window: Sequence[EngineHit], more: Sequence[EngineHit]) -> list[Engine
     entry outside the first window ranks after all of it."""
     seen = {hit.entry_id for hit in window}
     return [*window, *(hit for hit in more if hit.entry_id not in seen)]
+
+
+def _inside_worthy(word: str, term: str) -> bool:
+    """Whether ``term`` (a reading of ``word``) is looked up inside longer words: a plain word of
+    :data:`INSIDE_FROM`+ letters read one edit away."""
+    return (
+        len(word) >= INSIDE_FROM
+        and word.isalpha()
+        and fuzzy_budget(word) > 0
+        and typo_match(word, term, 1) == 1
+    )
+
+
+def inside_needed(plan: QueryPlan, pool: Sequence[EngineHit], full: bool) -> bool:
+    """Whether entries of a reading inside longer words could belong among ``pool`` (the page or
+    the window, in D2's order, maybe empty on a later page; ``full``: the engine may hold more
+    entries after it): a word may be read that way, and the pool ends at or below their tier, or
+    holds every match."""
+    if not any(len(w) >= INSIDE_FROM and w.isalpha() and fuzzy_budget(w) for w in plan.words):
+        return False
+    return not full or tier_of(pool[-1].score) <= (len(plan.words) - 1) * TIER_EXACT + TIER_INSIDE
+
+
+def inside_readings(plan: QueryPlan, pool: Sequence[EngineHit], known: Known) -> list[tuple[int, str]]:
+    """The one-edit readings of ``pool``'s typo matches that may occur inside longer words, as
+    (word index, reading): the closest first (then the first seen), at most :data:`INSIDE_MAX`.
+
+    Only for the words ``pool`` never holds as typed (a whole word, a prefix or inside a longer
+    word): a word the scope holds was likely meant as it is, and its entries rank first."""
+    ceiling = _typo_ceiling(plan)
+    as_typed = [False] * len(plan.words)
+    found: dict[tuple[int, str], None] = {}
+    for hit in pool:
+        if tier_of(hit.score) > ceiling:
+            as_typed = [True] * len(plan.words)  # every word matched without a typo
+            break
+        reading = _reading(plan, hit, known)
+        for index, term in enumerate(reading[1] if reading else ()):
+            word = plan.words[index]
+            if not term or term == word:
+                as_typed[index] = True
+            elif _inside_worthy(word, term):
+                found.setdefault((index, term), None)
+    wanted = [item for item in found if not as_typed[item[0]]]
+    wanted.sort(key=lambda item: -closeness(plan.words[item[0] : item[0] + 1], (item[1],)))
+    return wanted[:INSIDE_MAX]
+
+
+def read_as(plan: QueryPlan, index: int, term: str) -> QueryPlan:
+    """``plan`` with word ``index`` replaced by ``term`` (typed that way)."""
+    raw_words = (*plan.raw_words[:index], term, *plan.raw_words[index + 1 :])
+    words = (*plan.words[:index], term, *plan.words[index + 1 :])
+    return replace(plan, raw_words=raw_words, words=words, phrase=" ".join(raw_words))
+
+
+def _order(hit: EngineHit) -> tuple[float, int, str]:
+    """D2's order of a hit (scores to 4 places: OpenSearch's are float32)."""
+    return (-round(hit.score, 4), -hit.seq, hit.session_id)
+
+
+def add_inside(
+    plan: QueryPlan,
+    index: int,
+    term: str,
+    pool: Sequence[EngineHit],
+    found: Sequence[EngineHit],
+    last: EngineHit | None,
+    known: Known,
+) -> list[EngineHit]:
+    """``pool`` (in D2's order) with the entries of ``found`` (the search for the plan read as
+    ``term``, :func:`read_as`) that hold ``term`` inside a longer word and not the typed word,
+    scored in their tier with the occurrence and field bonuses the engine gave them, in D2's order.
+    ``last``: the last entry of a full window, the entries after which the engine was not asked
+    for (only those ranking before it are added). Their readings go into ``known``."""
+    have = {hit.entry_id for hit in pool}
+    reading = tuple(term if position == index else "" for position in range(len(plan.words)))
+    added: list[EngineHit] = []
+    for hit in found:
+        if hit.entry_id in have:
+            continue
+        tiers = reading_inside(hit.text, plan.raw_words, plan.words, index, term)
+        if tiers is None:
+            continue
+        hints = hit.hints if term in hit.hints else (*hit.hints, term)
+        moved = replace(hit, score=tiers + hit.score - tier_of(hit.score), hints=hints)
+        if last is not None and _order(moved) >= _order(last):
+            continue
+        known[hit.entry_id] = (tiers, reading)
+        added.append(moved)
+    added.sort(key=_order)
+    out: list[EngineHit] = []
+    for hit in pool:  # the pool keeps its own order (the engine's)
+        while added and _order(added[0]) < _order(hit):
+            out.append(added.pop(0))
+        out.append(hit)
+    return [*out, *added]

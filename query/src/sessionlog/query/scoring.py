@@ -19,7 +19,9 @@ counts (spec D2, D3; the OpenSearch body in :mod:`sessionlog.query.builder` give
           letters may differ, and the budget is that of its letters (``pyhton3`` → ``python3``;
           ``ipv4`` never finds ``ipv6``). Also a word of 3+ characters inside a longer token, as
           typed (``9931`` in ``acct_9931``, ``lback`` in ``callback``): a *substring*
-1.5       two edits within the budget
+1.5       two edits within the budget; also a *reading inside a longer word*: a word of 5+ letters
+          read as a whole word one edit away that occurs inside a longer token (``pilxed`` read
+          as ``piled``, inside ``compiled``: :func:`reading_inside`)
 1 parts   an identifier whose parts all match somewhere (``get_tpye`` → ``get`` … ``type``)
 ========  ====================================================================================
 
@@ -52,6 +54,7 @@ __all__ = [
     "TIER_FOLDED",
     "TIER_FUZZY",
     "TIER_FUZZY2",
+    "TIER_INSIDE",
     "TIER_PARTS",
     "TIER_PREFIX",
     "TIER_PREFIX_NUMBER",
@@ -62,6 +65,7 @@ __all__ = [
     "is_compound",
     "max_bonus",
     "phrase_words",
+    "reading_inside",
     "score_text",
     "text_reading",
     "typo_budget",
@@ -77,6 +81,9 @@ TIER_FUZZY = 2.0
 TIER_FUZZY2 = 1.5
 #: A word of 3+ characters inside a longer token: the tier of a one-edit typo (one more reading).
 TIER_SUBSTRING = TIER_FUZZY
+#: A reading one edit away found inside a longer token: an edit and a substring, two steps from the
+#: word as typed, like a two-edit typo.
+TIER_INSIDE = TIER_FUZZY2
 #: An identifier whose parts all match somewhere, in any tier but the prefix one.
 TIER_PARTS = 1.0
 PHRASE_EXACT = 40.0
@@ -349,6 +356,31 @@ def text_reading(
             term = min(close)[1] if close else ""
         out.append(term)
     return sum(tiers) + _phrase(seen, raw_words, words), tuple(out)
+
+
+def reading_inside(
+    text: str, raw_words: Sequence[str], words: Sequence[str], index: int, reading: str
+) -> float | None:
+    """The tier sum of ``text`` when query word ``index`` is read as ``reading`` (a whole word one
+    edit from it) found inside a longer token: :data:`TIER_INSIDE` for that word, the others' tiers
+    as :func:`score_text` gives them. ``None`` when ``text`` holds ``reading`` as a whole token (the
+    typo tier has it), does not hold it inside a token, matches the typed word itself, or misses
+    another word. No phrase bonus: the typed word is not a token of ``text``."""
+    seen = _Text.of(text)
+    if reading in seen.folded_set or not _inside(reading, seen):
+        return None
+    last = len(words) - 1
+    total = 0.0
+    for position, (raw, word) in enumerate(zip(raw_words, words, strict=True)):
+        tier = word_tier(raw, word, seen, position == last)
+        if position == index:
+            if tier:
+                return None
+            tier = TIER_INSIDE
+        elif not tier:
+            return None
+        total += tier
+    return total
 
 
 def typo_reading(text: str, raw_words: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:

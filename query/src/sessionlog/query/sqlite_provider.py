@@ -131,7 +131,9 @@ class SQLiteEngine:
         elif scanned := self._scan(conn, plan, query.session_id, query.partial, need, query.skip):
             page, hints = scanned
         else:
-            page, hints = self._rank(conn, plan, query.session_id, query.partial, 0, need, query.skip)
+            page, hints = self._rank(
+                conn, plan, query.session_id, query.partial, 0, need, query.skip, query.inside
+            )
         if query.exclude:
             seen = set(query.exclude)
             ids = doc_ids(conn, [rid for rid, _ in page])
@@ -240,9 +242,10 @@ class SQLiteEngine:
         offset: int,
         size: int,
         skip: frozenset[str] = frozenset(),
+        inside: frozenset[str] = frozenset(),
     ) -> tuple[list[tuple[int, float]], list[str]]:
         """``(rid, score)`` of the page ``offset .. offset + size`` of the ranking, and the typo
-        candidates (excerpt hints).
+        candidates (excerpt hints). The words of ``inside`` are looked up without their typos.
 
         Tier by tier: whole words first; typo and substring hits are looked up only when the page
         could still hold an entry that needs them (its best possible score would reach the page's
@@ -257,11 +260,12 @@ class SQLiteEngine:
         rids = self._rid_range(conn, session_id)
         if skip and not placed:  # entries holding a skipped word are out, like entries out of scope
             placed.update(dict.fromkeys(holding(conn, skip, rids)))
-        hits = self._memo.hits.get((plan.words, rids))
+        key = (plan.words, rids, inside)
+        hits = self._memo.hits.get(key)
         if hits is None:  # a query's hits do not depend on partial, the page or the filters
             last = len(plan.words) - 1
-            made = Hits([WordArms(word, last=i == last) for i, word in enumerate(plan.words)], rids)
-            hits = self._memo.hits.put((plan.words, rids), made)
+            arms = [WordArms(w, last=i == last, typos=w not in inside) for i, w in enumerate(plan.words)]
+            hits = self._memo.hits.put(key, Hits(arms, rids))
         words = hits.words
         typo_phase = False
         top: list[tuple[int, float]] = []
@@ -289,7 +293,7 @@ class SQLiteEngine:
             if final or (len(top) >= need and top[need - 1][1] > outside + ceiling + ranking.EPSILON):
                 break
         if sum(len(best) for best in hits.best) > HITS_KEPT_MAX:
-            self._memo.hits.discard((plan.words, rids))
+            self._memo.hits.discard(key)
         hints = [term for w in words for _, term in w.expansions] if typo_phase else []
         return top[offset:], hints
 
