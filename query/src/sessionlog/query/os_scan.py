@@ -51,6 +51,22 @@ def _text(source: dict[str, Any]) -> tuple[str, bool]:
     return str(source.get("args") or ""), False
 
 
+#: Keys under which a scanned hit keeps what every scoring of it reads again (one search scores
+#: the same entries for its page, its window of readings and each reading's lookup).
+_PREPARED: Final = "sessionlog.prepared"
+_TOKENS: Final = "sessionlog.tokens"
+
+
+def _prepared(entry: dict[str, Any]) -> tuple[str, bool, str, str]:
+    """The entry's text, whether it is message text, and the text lower-cased and folded."""
+    found: tuple[str, bool, str, str] | None = entry.get(_PREPARED)
+    if found is None:
+        text, message = _text(entry["_source"])
+        lowered = text.lower()
+        found = entry[_PREPARED] = (text, message, lowered, fold(lowered))
+    return found
+
+
 def fits(entries: Sequence[dict[str, Any]], max_rows: int) -> bool:
     """Whether the entries of a scope (hits of :func:`~sessionlog.query.builder.scan_body` asked
     for ``max_rows + 1``) are all of it and small enough to score here."""
@@ -111,11 +127,12 @@ def scan_top(
     for i, entry in enumerate(entries):
         if i % _CHECK_EVERY == 0:
             check()
-        text, message = _text(entry["_source"])
-        lowered = text.lower()
-        folded = fold(lowered)
+        text, message, lowered, folded = _prepared(entry)
         if may_match(folded, needles, partial):  # a substring test, before any tokenizing
-            kept.append((i, text, message, _tokens(lowered, folded)))
+            tokens = entry.get(_TOKENS)
+            if tokens is None:
+                tokens = entry[_TOKENS] = _tokens(lowered, folded)
+            kept.append((i, text, message, tokens))
     vocabulary = list(set().union(*(tokens for *_, tokens in kept)))
     wanted = [candidates(raw, word, vocabulary) for raw, word in zip(plan.raw_words, plan.words, strict=True)]
     scored: list[tuple[float, int, str, int, float]] = []
