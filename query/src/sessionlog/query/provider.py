@@ -256,10 +256,12 @@ def _readings(
     (:mod:`sessionlog.query.readings`)."""
     plan = query.plan
     known: readings.Known = {}
-    pool, window = hits, hits
+    pool, window, asked = hits, hits, query.size
+    wide = max(readings.WINDOW, query.size)
     if readings.window_needed(plan, hits, query.size):
         deadline.check()
-        answer = yield EngineStep("rank", replace(query, size=max(readings.WINDOW, query.size)), deadline)
+        asked = wide
+        answer = yield EngineStep("rank", replace(query, size=wide), deadline)
         assert isinstance(answer, list)
         pool = window = answer
         crowd = readings.crowded(plan, window, known)
@@ -268,15 +270,13 @@ def _readings(
             rest = yield EngineStep("rank", replace(query, size=readings.WINDOW, skip=crowd), deadline)
             assert isinstance(rest, list)
             pool = readings.merge(window, rest)
-    full = len(window) >= (query.size if window is hits else max(readings.WINDOW, query.size))
+    full = len(window) >= asked
     if readings.inside_needed(plan, window, full):
         last = window[-1] if full else None
         first = window
         if query.exclude:  # an entry holding a reading whole may be on an earlier page: read them all
             deadline.check()
-            answer = yield EngineStep(
-                "rank", replace(query, exclude=(), size=max(readings.WINDOW, query.size)), deadline
-            )
+            answer = yield EngineStep("rank", replace(query, exclude=(), size=wide), deadline)
             assert isinstance(answer, list)
             first = answer
         for index, term in readings.inside_readings(plan, first, known):

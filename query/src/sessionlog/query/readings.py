@@ -187,15 +187,16 @@ def merge(window: Sequence[EngineHit], more: Sequence[EngineHit]) -> list[Engine
     return [*window, *(hit for hit in more if hit.entry_id not in seen)]
 
 
+def _read_inside(word: str) -> bool:
+    """Whether a typed word may be read inside longer words: a plain word of
+    :data:`INSIDE_FROM`+ letters."""
+    return len(word) >= INSIDE_FROM and word.isalpha() and fuzzy_budget(word) > 0
+
+
 def _inside_worthy(word: str, term: str) -> bool:
-    """Whether ``term`` (a reading of ``word``) is looked up inside longer words: a plain word of
-    :data:`INSIDE_FROM`+ letters read one edit away."""
-    return (
-        len(word) >= INSIDE_FROM
-        and word.isalpha()
-        and fuzzy_budget(word) > 0
-        and typo_match(word, term, 1) == 1
-    )
+    """Whether ``term`` (a reading of ``word``) is looked up inside longer words: one edit from a
+    word that may be read that way."""
+    return _read_inside(word) and typo_match(word, term, 1) == 1
 
 
 def inside_needed(plan: QueryPlan, pool: Sequence[EngineHit], full: bool) -> bool:
@@ -203,7 +204,7 @@ def inside_needed(plan: QueryPlan, pool: Sequence[EngineHit], full: bool) -> boo
     the window, in D2's order, maybe empty on a later page; ``full``: the engine may hold more
     entries after it): a word may be read that way, and the pool ends at or below their tier, or
     holds every match."""
-    if not any(len(w) >= INSIDE_FROM and w.isalpha() and fuzzy_budget(w) for w in plan.words):
+    if not any(_read_inside(word) for word in plan.words):
         return False
     return not full or tier_of(pool[-1].score) <= (len(plan.words) - 1) * TIER_EXACT + TIER_INSIDE
 
