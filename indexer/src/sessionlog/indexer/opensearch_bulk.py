@@ -4,7 +4,6 @@ retries of only the items that failed retriably (the write path of
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.os_security import deny
+from sessionlog.indexer.pipeline import lane_of
 from sessionlog.indexer.projector import Action
 from sessionlog.indexer.settings import OpenSearchSettings
 from sessionlog.indexer.translate import os_edge_method
@@ -127,7 +127,9 @@ class BulkWriter:
             return self._bulk_serial(list(enumerate(actions)), len(actions))
         groups: list[list[tuple[int, Action]]] = [[] for _ in range(self.parallelism)]
         for index, action in enumerate(actions):
-            groups[zlib.crc32(action.routing.encode()) % self.parallelism].append((index, action))
+            groups[lane_of(action.routing, self.parallelism)].append((index, action))
+        if sum(1 for g in groups if g) == 1:  # one write lane of a pipelined runner
+            return self._bulk_serial(list(enumerate(actions)), len(actions))
         if self._pool is None:  # kept for the view's life: no thread start-up per batch
             self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="sessionlog-bulk")
         parts = list(self._pool.map(lambda group: self._bulk_serial(group, None), [g for g in groups if g]))

@@ -17,15 +17,14 @@ import contextlib
 import logging
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sessionlog.indexer.batch import BatchProcessor
 from sessionlog.indexer.errors import IndexerError, NotCaughtUp, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
-from sessionlog.indexer.pipeline import Batch, PipelinedSteps
+from sessionlog.indexer.pipeline import Batch, PipelinedSteps, WriteLane, earliest
 from sessionlog.indexer.ports import (
     Commit,
     DeadLetters,
@@ -77,9 +76,11 @@ class Runner(PipelinedSteps):
         metrics_port: int | None = None,
         metrics_host: str = "127.0.0.1",
         pipeline: bool = False,
+        write_lanes: int = 2,
     ) -> None:
-        """``pipeline``: project the next batch while the view writes the current one (a view whose
-        writes are thread-safe and need no per-batch transaction, i.e. OpenSearch)."""
+        """``pipeline``: project the next batches while the view writes the earlier ones, on
+        ``write_lanes`` per-session lanes (a view whose writes are thread-safe and need no per-batch
+        transaction, i.e. OpenSearch)."""
         if batch_max < 1:
             raise ValueError("batch_max must be at least 1")
         self.source = source
@@ -104,8 +105,8 @@ class Runner(PipelinedSteps):
         self.last_lag: int | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self._inflight: Batch | None = None
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlog-write") if pipeline else None
+        self._inflight: deque[Batch] = deque()
+        self._lanes = [WriteLane(i) for i in range(max(1, write_lanes))] if pipeline else []
         if pipeline and isinstance(source, RevokeAware):
             source.before_revoke = self._before_revoke
 
@@ -138,7 +139,7 @@ class Runner(PipelinedSteps):
 
     def _advance(self) -> int:
         """One step of :meth:`run`: pipelined when the runner was built with ``pipeline``."""
-        if self._pool is None:
+        if not self._lanes:
             return self.step()
         with self._lock:
             if self._closed:
@@ -149,14 +150,14 @@ class Runner(PipelinedSteps):
             return moved
 
     def _finish_inflight(self) -> None:
-        """Commit the in-flight batch when the loop ends (a retriable failure just drops it)."""
+        """Commit the batches in flight when the loop ends (a retriable failure just drops them)."""
         with self._lock:
             try:
-                self._drain({})
+                self._drain({}, keep=0)
             except IndexerError as err:
                 if not err.retriable:
                     raise
-                log.warning("in-flight batch dropped at stop: %s", err)
+                log.warning("batches in flight dropped at stop: %s", err)
 
     def _step(self) -> int:
         poll = self.source.poll(self.batch_max, self.poll_timeout_s)
@@ -209,7 +210,9 @@ class Runner(PipelinedSteps):
         return len(batch.entries)
 
     def _abandon(self, first: dict[int, int]) -> None:
-        """Forget an uncommitted batch: it is polled again (by us or the partition's new owner)."""
+        """Forget an uncommitted batch, and every later one still in flight (once their writes have
+        finished): they are polled again (by us or the partition's new owner)."""
+        first = earliest(first, self._forget_inflight())
         self.processor.forget_states()
         self.view.settle(False)
         try:
@@ -366,9 +369,9 @@ class Runner(PipelinedSteps):
             self._publisher.close if self._publisher else None,
             self.source.close,
             self.dead_letters.close,
+            *(lane.close for lane in self._lanes),
             self.view.close,
             self._server.close if self._server else None,
-            self._pool.shutdown if self._pool else None,
         ):
             if closer is None:
                 continue

@@ -37,4 +37,5 @@ def kafka_runner(
         metrics_port=settings.metrics_port,
         metrics_host=settings.metrics_host,
         pipeline=True,
+        write_lanes=view.parallelism,
     )
