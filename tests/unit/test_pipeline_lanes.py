@@ -4,6 +4,7 @@ overtaking each other. The order is forced with a gate on the view's writes (no 
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from tests.unit.test_runner_faults import (
 )
 
 from sessionlog.indexer.errors import ViewUnavailable
-from sessionlog.indexer.pipeline import lane_of
+from sessionlog.indexer.pipeline import GC_THRESHOLDS, gc_headroom, lane_of
 from sessionlog.indexer.ports import WriteResult
 from sessionlog.indexer.projector import Action
 from sessionlog.indexer.runner import Runner
@@ -197,3 +198,21 @@ def test_lanes_split_sessions_stably() -> None:
     assert {lane_of(s, 2) for s in sessions} == {0, 1}
     assert [lane_of(s, 2) for s in sessions] == [lane_of(s, 2) for s in sessions]
     assert {lane_of(s, 1) for s in sessions} == {0}
+
+
+def test_the_collectors_headroom_is_raised_while_running_and_given_back() -> None:
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with gc_headroom():
+            assert gc.get_threshold() == GC_THRESHOLDS
+            with gc_headroom():  # a second runner in the same process
+                assert gc.get_threshold() == GC_THRESHOLDS
+            assert gc.get_threshold() == GC_THRESHOLDS
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(500_000, 10, 10)  # never lowered
+        with gc_headroom():
+            assert gc.get_threshold() == (500_000, 50, 100)
+        assert gc.get_threshold() == (500_000, 10, 10)
+    finally:
+        gc.set_threshold(*saved)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from sessionlog.indexer.batch import BatchProcessor
 from sessionlog.indexer.errors import IndexerError, NotCaughtUp, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
-from sessionlog.indexer.pipeline import Batch, PipelinedSteps, WriteLane, earliest
+from sessionlog.indexer.pipeline import Batch, PipelinedSteps, WriteLane, earliest, gc_headroom
 from sessionlog.indexer.ports import (
     Commit,
     DeadLetters,
@@ -246,7 +246,20 @@ class Runner(PipelinedSteps):
         position reaches the end of the whole log. Retriable faults are survived; a non-retriable
         one is raised. ``until_idle`` raises :class:`NotCaughtUp` after ``idle_timeout_s`` without
         progress (e.g. a partition held by a member that never comes back); before its first
-        successful batch a retriable fault also stops an ``until_idle`` run (unreachable servers)."""
+        successful batch a retriable fault also stops an ``until_idle`` run (unreachable servers).
+        A pipelined runner runs with more headroom for the garbage collector
+        (:func:`~sessionlog.indexer.pipeline.gc_headroom`)."""
+        with gc_headroom() if self._lanes else contextlib.nullcontext():
+            return self._run(until_idle=until_idle, stop=stop, on_batch=on_batch)
+
+    def _run(
+        self,
+        *,
+        until_idle: bool = False,
+        stop: threading.Event | None = None,
+        on_batch: Callable[[RunStats], None] | None = None,
+    ) -> RunStats:
+        """The loop of :meth:`run`."""
         stop = stop or threading.Event()
         backoff = 0.0
         deadline: float | None = None
