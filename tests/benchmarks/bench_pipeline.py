@@ -159,12 +159,13 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
     settings = IndexerSettings().model_copy(update={"group_id": f"bench-{run}", "batch_max": 2000})
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("indexer (Kafka → OpenSearch)", total=len(records))
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.process_time()
         with kafka_runner(kafka, opensearch, settings) as worker:
             stats = worker.run(
                 until_idle=True, on_batch=lambda s: progress.update(task, completed=s.consumed)
             )
         indexer_s = time.monotonic() - started
+        indexer_cpu_s = time.process_time() - cpu_started  # the worker's threads (this process)
     view = OpenSearchView(opensearch)
 
     raw = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-raw-{run}"})
@@ -199,6 +200,8 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
         "ratio": (n_events / indexer_s) / (n_events / raw_s),
         "indexed": stats.indexed,
         "dead_lettered": stats.dead_lettered,
+        "indexer_cpu_seconds": indexer_cpu_s,
+        "load_average": os.getloadavg()[0],
     }
     _cleanup(view, kafka)
     raw_view.drop()
