@@ -59,8 +59,10 @@ def index(
     import threading
 
     from sessionlog.cli.main import _errors, console
+    from sessionlog.indexer.gc_tuning import tune_gc_for_indexing
 
     with _errors():
+        tune_gc_for_indexing()
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -133,11 +135,13 @@ def rebuild(
     """Project the whole log again: into a new index version whose aliases switch atomically
     (kafka-opensearch), or into the emptied projection of the file (embedded)."""
     from sessionlog.cli.main import _errors, _fail, console
+    from sessionlog.indexer.gc_tuning import tune_gc_for_indexing
     from sessionlog.indexer.operations import rebuild as run_rebuild
     from sessionlog.indexer.operations import rebuild_embedded
 
     with _errors():
         backend = _backend(need_file=True)
+        tune_gc_for_indexing()
         if backend.name == "embedded" and keep:
             _fail("--keep: the embedded backend has no index versions to keep", 2)
         with ExitStack() as stack:
