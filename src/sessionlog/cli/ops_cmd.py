@@ -135,15 +135,13 @@ def rebuild(
 ) -> None:
     """Project the whole log again: into a new index version whose aliases switch atomically
     (kafka-opensearch), or into the emptied projection of the file (embedded)."""
-    from sessionlog.indexer.gc_tuning import tune_gc_for_indexing
-
+    from sessionlog.cli.append_pipeline import bulk_gc
     from sessionlog.cli.main import _errors, _fail, console
     from sessionlog.indexer.operations import rebuild as run_rebuild
     from sessionlog.indexer.operations import rebuild_embedded
 
-    with _errors():
+    with _errors(), bulk_gc():
         backend = _backend(need_file=True)
-        tune_gc_for_indexing()
         if backend.name == "embedded" and keep:
             _fail("--keep: the embedded backend has no index versions to keep", 2)
         with ExitStack() as stack:
