@@ -29,7 +29,7 @@ from typing import Any, Self
 from kafka import KafkaProducer
 
 from sessionlog.ingest.bulk import BatchAck, EncodedRecord
-from sessionlog.ingest.errors import IngestError, LogUnavailable, RecordRejected, SessionBusy
+from sessionlog.ingest.errors import IngestError, LogUnavailable, RecordRejected
 from sessionlog.ingest.intake import Intake
 from sessionlog.ingest.live import LiveTail
 from sessionlog.ingest.producer import AppenderStats, OutgoingEntry, producer_config
@@ -187,12 +187,7 @@ class Appender(LiveTail, Intake):
 
         Raises :class:`SessionBusy`, :class:`SpoolFull`, :class:`AppenderClosed`, like ``append``."""
         ack = BatchAck(len(records))
-        busy = self._writer_registry.first_owned(records, self._generation)
-        if busy is not None:
-            raise SessionBusy(
-                f"session {busy} is owned by a SessionWriter in this process; "
-                "append through it (appender.session(...)) or close it first"
-            )
+        self._writer_registry.refuse_owned((r[0] for r in records), self._generation, "appender")
         items = [OutgoingEntry(-1, key, value, seq, ack, session_id=sid) for sid, key, value, seq in records]
         self._enqueue_many(items, wait_for_room=True)
         last = self._last_seqs
@@ -222,11 +217,8 @@ class Appender(LiveTail, Intake):
         if len(value) > MAX_RECORD_BYTES:
             raise RecordRejected("record", f"encoded record is {len(value)} bytes, cap is {MAX_RECORD_BYTES}")
         session_id = record.session_id
-        if writer is None and self._writer_registry.owner(session_id, self._generation) is not None:
-            raise SessionBusy(
-                f"session {session_id} is owned by a SessionWriter in this process; "
-                "append through it (appender.session(...)) or close it first"
-            )
+        if writer is None:
+            self._writer_registry.refuse_owned((session_id,), self._generation, "appender")
         seq = record.seq if isinstance(record, EventRecord) else None
         return OutgoingEntry(-1, encode_key(record), value, seq, AppendHandle(record), session_id=session_id)
 

@@ -20,7 +20,6 @@ from sessionlog.ingest.errors import (
 from sessionlog.ingest.wire import WIRE_VERSION, EventRecord, HeaderRecord, parse_record
 
 if TYPE_CHECKING:
-    from sessionlog.ingest.bulk import EncodedRecord
     from sessionlog.ingest.records import AppendHandle
 
 __all__ = ["LastSeqLookup", "SessionWriter", "WriterHost", "WriterRegistry", "resume_seq"]
@@ -81,15 +80,18 @@ class WriterRegistry:
             return current
         return None
 
-    def first_owned(self, records: Iterable[EncodedRecord], generation: int) -> str | None:
-        """The first session of ``records`` that an open writer of this generation owns, if any
-        (a bulk load's check: nothing to look up while no writer is open)."""
+    def refuse_owned(self, session_ids: Iterable[str], generation: int, log_name: str) -> None:
+        """Raise :class:`SessionBusy` for the first of ``session_ids`` that an open writer of this
+        generation owns (nothing to look up while no writer is open). ``log_name`` is how the
+        message names the caller's log (``log`` or ``appender``)."""
         if not self._writers:
-            return None
-        for session_id in {r[0] for r in records}:
+            return
+        for session_id in dict.fromkeys(session_ids):
             if self.owner(session_id, generation) is not None:
-                return session_id
-        return None
+                raise SessionBusy(
+                    f"session {session_id} is owned by a SessionWriter in this process; "
+                    f"append through it ({log_name}.session(...)) or close it first"
+                )
 
     def open(
         self,

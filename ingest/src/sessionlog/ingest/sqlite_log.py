@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 from sessionlog.ingest.bulk import BatchAck, EncodedRecord
-from sessionlog.ingest.errors import AppenderClosed, RecordRejected, SessionBusy
+from sessionlog.ingest.errors import AppenderClosed, RecordRejected
 from sessionlog.ingest.live import LiveLog, LiveTail
 from sessionlog.ingest.records import AppendHandle, LogRecord, Position
 from sessionlog.ingest.session import LastSeqLookup, SessionWriter, WriterRegistry, resume_seq
@@ -258,12 +258,7 @@ class SQLiteEntryLog(LiveTail):
     ) -> list[AppendHandle]:
         """Validate every record first, then commit them all in one transaction (all or none)."""
         parsed = [self._coerce(r) for r in records]
-        for record in parsed:
-            if self._writer_registry.owner(record.session_id, self._generation) is not None:
-                raise SessionBusy(
-                    f"session {record.session_id} is owned by a SessionWriter in this process; "
-                    "append through it (log.session(...)) or close it first"
-                )
+        self._writer_registry.refuse_owned((r.session_id for r in parsed), self._generation, "log")
         return self._commit(parsed)
 
     def append_encoded(self, records: Sequence[EncodedRecord]) -> BatchAck:
@@ -274,12 +269,7 @@ class SQLiteEntryLog(LiveTail):
         connection checkpoints the WAL every :data:`BULK_CHECKPOINT_PAGES` pages instead of
         SQLite's 1,000 (each checkpoint is an fsync; closing the log checkpoints what is left).
         Raises like :meth:`append_many`."""
-        busy = self._writer_registry.first_owned(records, self._generation)
-        if busy is not None:
-            raise SessionBusy(
-                f"session {busy} is owned by a SessionWriter in this process; "
-                "append through it (log.session(...)) or close it first"
-            )
+        self._writer_registry.refuse_owned((r[0] for r in records), self._generation, "log")
         if records:
             now = int(time.time() * 1000)
             self._insert([(sid, key, value, now) for sid, key, value, _ in records], bulk=True)

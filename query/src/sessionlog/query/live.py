@@ -143,21 +143,40 @@ def live_matches(
 def merge_live(
     indexed: list[SessionMatch], live: list[SessionMatch], limit: int, *, browse: bool, single: bool
 ) -> list[SessionMatch]:
-    """Merge live matches into an indexed page; live wins per (session, seq); same ordering rules."""
+    """Merge live matches into an indexed page; live wins per (session, seq).
+
+    A browse page is re-sorted by recency. A search page keeps the indexed matches in the order the
+    provider gave them (which is not always by score: the readings of a typo are interleaved
+    within their tier) and places each live match before the first indexed match it outranks
+    (score, then the newer entry first)."""
     by_key = {(m.session_id, m.seq): m for m in indexed}
     for match in live:
         by_key[(match.session_id, match.seq)] = match
-    merged = list(by_key.values())
     if browse:
+        merged = list(by_key.values())
         if single:
             merged.sort(key=lambda m: (-m.seq, m.session_id))
         else:
             merged.sort(
                 key=lambda m: (-(m.created_at.timestamp() if m.created_at else 0), -m.seq, m.session_id)
             )
-    else:
-        merged.sort(key=lambda m: (-m.score, -m.seq, m.session_id))
-    return merged[:limit]
+        return merged[:limit]
+    fresh = {(m.session_id, m.seq) for m in live}
+    kept = [m for m in indexed if (m.session_id, m.seq) not in fresh]
+    pending = sorted((by_key[key] for key in fresh), key=_rank)
+    out: list[SessionMatch] = []
+    placed = 0
+    for match in kept:
+        while placed < len(pending) and _rank(pending[placed]) < _rank(match):
+            out.append(pending[placed])
+            placed += 1
+        out.append(match)
+    out.extend(pending[placed:])
+    return out[:limit]
+
+
+def _rank(match: SessionMatch) -> tuple[float, int, str]:
+    return (-match.score, -match.seq, match.session_id)
 
 
 class AppenderLiveSource:
