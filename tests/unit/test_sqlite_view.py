@@ -16,7 +16,7 @@ import pytest
 from sessionlog.cli.workload import demo_records
 from sessionlog.indexer.document import fold_event
 from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.sqlite_view import SQLiteView, index_tokens, time_us
+from sessionlog.indexer.sqlite_view import SQLiteView, clear_projection, index_tokens, time_us
 from sessionlog.ingest import parse_record
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 from sessionlog.query import Scope, SessionQueryRequest
@@ -307,3 +307,24 @@ def test_every_vocabulary_term_has_its_trigram_row_once_whatever_the_cache_knew(
             assert found == 1, term
     finally:
         conn.close()
+
+
+def test_an_indexer_running_through_another_process_rebuild_stores_every_term_again(tmp_path: Path) -> None:
+    """A long-running indexer caches the terms it stored. Another process empties the projection
+    and resets the position (``rebuild``): the indexer sees the position move, refreshes its
+    view and stores every term again as it projects the log anew."""
+    path = tmp_path / "rebuilt.db"
+    _append(path, RECORDS)
+    with embedded_runner(path, batch_max=7) as runner:
+        runner.run(until_idle=True)
+        conn = sqlite3.connect(path)
+        try:
+            before = set(conn.execute("SELECT ws, term FROM vocab").fetchall())
+            with conn:
+                clear_projection(conn)
+                conn.execute("DELETE FROM indexer_positions WHERE name = 'default'")
+            assert conn.execute("SELECT count(*) FROM vocab").fetchone()[0] == 0
+            runner.run(until_idle=True)
+            assert set(conn.execute("SELECT ws, term FROM vocab").fetchall()) == before
+        finally:
+            conn.close()

@@ -131,7 +131,11 @@ class SQLiteView(EventWrites, ViewWrites):
         self._pending_terms = {}
 
     def refresh(self) -> None:
-        """Nothing to do: a committed write is visible to every later read."""
+        """Forget the vocabulary cached as stored. A committed write is visible to every later
+        read, but another process may have emptied the projection since (a rebuild): the runner
+        refreshes the view after the read position moved under it, before it writes again."""
+        self._known_terms.clear()
+        self._known_count = 0
 
     # -- bulk -----------------------------------------------------------------------------------
     def _apply(self, actions: Sequence[Action]) -> list[WriteResult]:
