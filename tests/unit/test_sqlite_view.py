@@ -16,7 +16,7 @@ import pytest
 from sessionlog.cli.workload import demo_records
 from sessionlog.indexer.document import fold_event
 from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.sqlite_view import SQLiteView, index_tokens, time_us
+from sessionlog.indexer.sqlite_view import SQLiteView, clear_projection, index_tokens, time_us
 from sessionlog.ingest import parse_record
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog
 from sessionlog.query import Scope, SessionQueryRequest
@@ -271,3 +271,60 @@ def test_stored_documents_map_to_fold_events(source: dict[str, Any]) -> None:
     )
     assert event.surface == expected
     assert (event.content_key is not None) == (source["type"] == "tool/result")
+
+
+def test_every_vocabulary_term_has_its_trigram_row_once_whatever_the_cache_knew(tmp_path: Path) -> None:
+    """Terms are added by set differences against a per-process cache: a second indexer (empty
+    cache) meeting terms stored by the first adds each missing term once, with its trigram row,
+    and a rolled-back batch's terms are written again by the next one."""
+    path = tmp_path / "vocab.db"
+    _append(path, RECORDS[: len(RECORDS) // 2])
+    with embedded_runner(path, batch_max=7) as first:
+        first.run(until_idle=True)
+    _append(path, RECORDS[len(RECORDS) // 2 :])
+    with SQLiteView(path) as view:
+        with pytest.raises(RuntimeError), view.transaction():
+            view._add_terms([("w-rolled", "kept")])
+            raise RuntimeError("rolled back")
+        with view.transaction():
+            view._add_terms([("w-rolled", "kept"), ("w-rolled", "kept")])
+    with embedded_runner(path, batch_max=5) as second:
+        second.run(until_idle=True)
+    conn = sqlite3.connect(path)
+    try:
+        vocab = conn.execute("SELECT tid, ws, term FROM vocab ORDER BY tid").fetchall()
+        pairs = [(ws, term) for _, ws, term in vocab]
+        assert len(pairs) == len(set(pairs))
+        words = {
+            (str(r["workspace_id"]), w) for r in RECORDS if r.get("text") for w in index_tokens(r["text"])
+        }
+        assert set(pairs) == {w for w in words if len(w[1]) <= 66} | {("w-rolled", "kept")}
+        for tid, _, term in vocab:
+            found = conn.execute(
+                "SELECT count(*) FROM vocab_tri WHERE vocab_tri MATCH ? AND rowid = ?",
+                (f'"{f" {term} "[:3]}"', tid),
+            ).fetchone()[0]
+            assert found == 1, term
+    finally:
+        conn.close()
+
+
+def test_an_indexer_running_through_another_process_rebuild_stores_every_term_again(tmp_path: Path) -> None:
+    """A long-running indexer caches the terms it stored. Another process empties the projection
+    and resets the position (``rebuild``): the indexer sees the position move, refreshes its
+    view and stores every term again as it projects the log anew."""
+    path = tmp_path / "rebuilt.db"
+    _append(path, RECORDS)
+    with embedded_runner(path, batch_max=7) as runner:
+        runner.run(until_idle=True)
+        conn = sqlite3.connect(path)
+        try:
+            before = set(conn.execute("SELECT ws, term FROM vocab").fetchall())
+            with conn:
+                clear_projection(conn)
+                conn.execute("DELETE FROM indexer_positions WHERE name = 'default'")
+            assert conn.execute("SELECT count(*) FROM vocab").fetchone()[0] == 0
+            runner.run(until_idle=True)
+            assert set(conn.execute("SELECT ws, term FROM vocab").fetchall()) == before
+        finally:
+            conn.close()

@@ -5,10 +5,8 @@ one statement, and the full-text rows and vocabulary terms of a bulk, written la
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
-
-import orjson
 
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action
@@ -18,6 +16,7 @@ from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, text_rows, 
 __all__ = ["EventWrites"]
 
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
+_NONE: Final[frozenset[str]] = frozenset()
 
 _INSERT_EVENT: Final = (
     "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
@@ -42,8 +41,8 @@ class EventWrites:
     """Event creates and full-text rows (the view sets the attributes declared here)."""
 
     conn: sqlite3.Connection
-    _known_terms: set[tuple[str, str]]
-    _pending_terms: set[tuple[str, str]]
+    _known_terms: dict[str, set[str]]
+    _pending_terms: dict[str, set[str]]
 
     def _create_events(
         self, run: Sequence[Action], staged: list[tuple[int, str, TextRows]]
@@ -118,28 +117,48 @@ class EventWrites:
             "INSERT INTO events_cjk (rowid, body) VALUES (?, ?)",
             [(rid, rows.cjk) for rid, _, rows in staged if rows.cjk],
         )
-        self._add_terms({(ws, token) for _, ws, rows in staged for token in rows.tokens})
+        by_ws: dict[str, set[str]] = {}
+        for _, ws, rows in staged:
+            terms = by_ws.get(ws)
+            if terms is None:
+                terms = by_ws[ws] = set()
+            terms.update(rows.tokens)
+        self._add_vocab(by_ws)
 
     def _add_terms(self, terms: Iterable[tuple[str, str]]) -> None:
-        """Add unseen ``(workspace, term)`` pairs to the vocabulary (``vocab`` and ``vocab_tri``), a
-        few statements per thousands of terms."""
-        new = [
-            pair
-            for pair in set(terms)
-            if len(pair[1]) <= MAX_TERM_CHARS
-            and pair not in self._known_terms
-            and pair not in self._pending_terms
-        ]
-        for start in range(0, len(new), 5000):
-            chunk = new[start : start + 5000]
-            rows = self.conn.execute(
-                "INSERT INTO vocab (ws, term, len, rterm) "
-                "SELECT value ->> 0, value ->> 1, length(value ->> 1), value ->> 2 FROM json_each(?) "
-                "WHERE true ON CONFLICT DO NOTHING RETURNING tid, term",
-                (orjson.dumps([[ws, t, t[::-1]] for ws, t in chunk]),),
-            ).fetchall()
-            self.conn.executemany(
-                "INSERT INTO vocab_tri (rowid, body) VALUES (?, ?)",
-                [(tid, f" {term} ") for tid, term in rows],
-            )
-        self._pending_terms.update(new)
+        """Add unseen ``(workspace, term)`` pairs to the vocabulary (see :meth:`_add_vocab`)."""
+        by_ws: dict[str, set[str]] = {}
+        for ws, term in terms:
+            by_ws.setdefault(ws, set()).add(term)
+        self._add_vocab(by_ws)
+
+    def _add_vocab(self, by_ws: Mapping[str, set[str]]) -> None:
+        """Add the unseen terms of each workspace to the vocabulary (``vocab`` and ``vocab_tri``):
+        set differences against the cached vocabulary, then two statements per bulk."""
+        known, pending = self._known_terms, self._pending_terms
+        new: list[tuple[str, str, int, str]] = []
+        for ws, terms in by_ws.items():
+            fresh = terms - known.get(ws, _NONE)
+            mine = pending.get(ws)
+            if mine is not None:
+                fresh -= mine
+            fresh = {term for term in fresh if len(term) <= MAX_TERM_CHARS}
+            if not fresh:
+                continue
+            if mine is None:
+                pending[ws] = fresh
+            else:
+                mine |= fresh
+            new.extend((ws, term, len(term), term[::-1]) for term in fresh)
+        if not new:
+            return
+        # Under the write lock a rowid table's new rows take rowids above its largest: the terms
+        # this bulk added are exactly the rows past that mark (a term already stored is ignored).
+        mark = int(self.conn.execute("SELECT coalesce(max(tid), 0) FROM vocab").fetchone()[0])
+        self.conn.executemany(
+            "INSERT INTO vocab (ws, term, len, rterm) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", new
+        )
+        self.conn.execute(
+            "INSERT INTO vocab_tri (rowid, body) SELECT tid, ' ' || term || ' ' FROM vocab WHERE tid > ?",
+            (mark,),
+        )

@@ -78,8 +78,11 @@ class SQLiteView(EventWrites, ViewWrites):
                 raise kind(f"cannot open {path}: {err}") from err
         self.conn = conn
         self.attempts = 0
-        self._known_terms: set[tuple[str, str]] = set()
-        self._pending_terms: set[tuple[str, str]] = set()
+        #: The vocabulary known to be stored (committed), by workspace, and the terms written by
+        #: the open transaction.
+        self._known_terms: dict[str, set[str]] = {}
+        self._pending_terms: dict[str, set[str]] = {}
+        self._known_count = 0
         self._closed = False
 
     # -- schema and transactions ----------------------------------------------------------------
@@ -110,17 +113,29 @@ class SQLiteView(EventWrites, ViewWrites):
 
     def commit_caches(self) -> None:
         """The enclosing transaction committed: terms written in it are known to exist."""
-        if len(self._known_terms) + len(self._pending_terms) > _KNOWN_TERMS_MAX:
+        added = sum(len(terms) for terms in self._pending_terms.values())
+        if self._known_count + added > _KNOWN_TERMS_MAX:
             self._known_terms.clear()
-        self._known_terms |= self._pending_terms
-        self._pending_terms.clear()
+            self._known_count = 0
+        for ws, terms in self._pending_terms.items():
+            known = self._known_terms.get(ws)
+            if known is None:
+                self._known_terms[ws] = terms
+            else:
+                known |= terms
+        self._known_count += added
+        self._pending_terms = {}
 
     def discard_caches(self) -> None:
         """The enclosing transaction rolled back: forget the terms written in it."""
-        self._pending_terms.clear()
+        self._pending_terms = {}
 
     def refresh(self) -> None:
-        """Nothing to do: a committed write is visible to every later read."""
+        """Forget the vocabulary cached as stored. A committed write is visible to every later
+        read, but another process may have emptied the projection since (a rebuild): the runner
+        refreshes the view after the read position moved under it, before it writes again."""
+        self._known_terms.clear()
+        self._known_count = 0
 
     # -- bulk -----------------------------------------------------------------------------------
     def _apply(self, actions: Sequence[Action]) -> list[WriteResult]:
