@@ -5,9 +5,9 @@ commits) and of each SQL statement the view runs.
     python -m tests.benchmarks.profile_embedded_index APPENDED.db [--batch-max 2000]
 
 ``APPENDED.db`` is a file that ``sessionlog append`` filled and nothing indexed yet (it is copied
-first, never changed). The command line's collector thresholds are used (``bulk_gc``), as in
-``sessionlog index``. Parts nest: ``events`` and ``fts+vocab`` are inside ``view.write``,
-``vocab`` inside ``fts+vocab``; ``sql:`` lines are the statements inside them.
+first, never changed). The runner's collector headroom applies, as in ``sessionlog index``.
+Parts nest: ``events`` and ``fts+vocab`` are inside ``view.write``, ``vocab`` inside
+``fts+vocab``; ``sql:`` lines are the statements inside them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sessionlog.cli.append_pipeline import bulk_gc
 from sessionlog.indexer.embedded import embedded_runner
 
 
@@ -70,7 +69,7 @@ def profile(appended: Path, batch_max: int) -> None:
         path = Path(tmp) / "copy.db"
         shutil.copyfile(appended, path)
         spent: dict[str, float] = defaultdict(float)
-        with bulk_gc(), embedded_runner(path, batch_max=batch_max) as runner:
+        with embedded_runner(path, batch_max=batch_max) as runner:
             view: Any = runner.view
             for obj, name, key in (
                 (runner.source, "poll", "poll (read + decode)"),

@@ -19,8 +19,9 @@ from tests.unit.test_runner_faults import (
     _records,
 )
 
+from sessionlog.indexer.collector import GC_THRESHOLDS, gc_headroom
 from sessionlog.indexer.errors import ViewUnavailable
-from sessionlog.indexer.pipeline import GC_THRESHOLDS, gc_headroom, lane_of
+from sessionlog.indexer.pipeline import lane_of
 from sessionlog.indexer.ports import WriteResult
 from sessionlog.indexer.projector import Action
 from sessionlog.indexer.runner import Runner

@@ -48,7 +48,6 @@ BATCH_BYTES: Final = 8 * 1024 * 1024
 #: Input read before worker processes start (a small input is done before they would be ready).
 PARALLEL_MIN_BYTES: Final = 8 * 1024 * 1024
 _MAX_WORKERS: Final = 4
-_GC_YOUNG: Final = 50_000
 _CHUNK: Final = 1024 * 1024
 
 
@@ -110,18 +109,18 @@ def iter_chunks(stream: IO[bytes], cap: int) -> Iterator[Chunk]:
 @contextmanager
 def bulk_gc() -> Iterator[None]:
     """Garbage collection for a bulk load: the objects that exist when it starts (modules, the
-    validators, the clients) are frozen out of every collection, and the youngest generation is
-    collected after 50,000 allocations instead of 700. A load allocates a few objects per record
-    and frees nearly all of them by reference counting; the default thresholds made the
-    collector re-scan every live object over and over, about a sixth of the CPU on the Kafka
-    path. Restored on exit (the command may run inside a longer-lived process)."""
-    thresholds = gc.get_threshold()
+    validators, the clients) are frozen out of every collection, and the collector gets the
+    indexer's headroom (:func:`~sessionlog.indexer.collector.gc_headroom`). A load allocates a few
+    objects per record and frees nearly all of them by reference counting; the default thresholds
+    made the collector re-scan every live object over and over, about a sixth of the CPU on the
+    Kafka path. Restored on exit (the command may run inside a longer-lived process)."""
+    from sessionlog.indexer.collector import gc_headroom
+
     gc.freeze()
-    gc.set_threshold(_GC_YOUNG, thresholds[1], thresholds[2])
     try:
-        yield
+        with gc_headroom():
+            yield
     finally:
-        gc.set_threshold(*thresholds)
         gc.unfreeze()
 
 

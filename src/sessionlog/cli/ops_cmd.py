@@ -58,12 +58,9 @@ def index(
     import signal
     import threading
 
-    from sessionlog.cli.append_pipeline import bulk_gc
     from sessionlog.cli.main import _errors, console
 
-    # A batch allocates and frees tens of thousands of objects: with the default collector
-    # thresholds about a third of a catch-up's decoding time went to collections.
-    with _errors(), bulk_gc():
+    with _errors():
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -135,12 +132,11 @@ def rebuild(
 ) -> None:
     """Project the whole log again: into a new index version whose aliases switch atomically
     (kafka-opensearch), or into the emptied projection of the file (embedded)."""
-    from sessionlog.cli.append_pipeline import bulk_gc
     from sessionlog.cli.main import _errors, _fail, console
     from sessionlog.indexer.operations import rebuild as run_rebuild
     from sessionlog.indexer.operations import rebuild_embedded
 
-    with _errors(), bulk_gc():
+    with _errors():
         backend = _backend(need_file=True)
         if backend.name == "embedded" and keep:
             _fail("--keep: the embedded backend has no index versions to keep", 2)

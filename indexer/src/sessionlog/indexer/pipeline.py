@@ -20,14 +20,10 @@ The contract is the serial one:
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
-import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
@@ -44,40 +40,9 @@ from sessionlog.indexer.ports import (
 )
 from sessionlog.indexer.projector import Action
 
-__all__ = ["Batch", "PipelinedSteps", "WriteLane", "earliest", "gc_headroom", "lane_of"]
+__all__ = ["Batch", "PipelinedSteps", "WriteLane", "earliest", "lane_of"]
 
 log = logging.getLogger("sessionlog.indexer")
-
-
-#: Collector thresholds while a pipelined runner runs. CPython's defaults (700, 10, 10) collect the
-#: young generation every 700 allocations and the whole heap every hundred of those; a worker
-#: allocates a few dozen objects per record, most freed by reference counting at once, and holds the
-#: session states and the batches in flight, which every full collection walks again. Measured on
-#: 100,000 events: 6.9-7.8 s of worker CPU with the defaults, 5.2-7.3 s with these.
-GC_THRESHOLDS = (100_000, 50, 100)
-_gc_lock = threading.Lock()
-_gc_users = 0
-_gc_saved: tuple[int, int, int] | None = None
-
-
-@contextlib.contextmanager
-def gc_headroom() -> Iterator[None]:
-    """Raise the collector's thresholds (never lower them) while the block runs; the process's own
-    thresholds come back when the last such block ends."""
-    global _gc_users, _gc_saved
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_saved = gc.get_threshold()
-            gc.set_threshold(*(max(a, b) for a, b in zip(_gc_saved, GC_THRESHOLDS, strict=True)))
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _gc_saved is not None:
-                gc.set_threshold(*_gc_saved)
-                _gc_saved = None
 
 
 def lane_of(routing: str, lanes: int) -> int:

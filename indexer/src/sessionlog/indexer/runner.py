@@ -22,9 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sessionlog.indexer.batch import BatchProcessor
+from sessionlog.indexer.collector import gc_headroom
 from sessionlog.indexer.errors import IndexerError, NotCaughtUp, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
-from sessionlog.indexer.pipeline import Batch, PipelinedSteps, WriteLane, earliest, gc_headroom
+from sessionlog.indexer.pipeline import Batch, PipelinedSteps, WriteLane, earliest
 from sessionlog.indexer.ports import (
     Commit,
     DeadLetters,
@@ -247,9 +248,9 @@ class Runner(PipelinedSteps):
         one is raised. ``until_idle`` raises :class:`NotCaughtUp` after ``idle_timeout_s`` without
         progress (e.g. a partition held by a member that never comes back); before its first
         successful batch a retriable fault also stops an ``until_idle`` run (unreachable servers).
-        A pipelined runner runs with more headroom for the garbage collector
-        (:func:`~sessionlog.indexer.pipeline.gc_headroom`)."""
-        with gc_headroom() if self._lanes else contextlib.nullcontext():
+        The run has more headroom for the garbage collector
+        (:func:`~sessionlog.indexer.collector.gc_headroom`)."""
+        with gc_headroom():
             return self._run(until_idle=until_idle, stop=stop, on_batch=on_batch)
 
     def _run(
