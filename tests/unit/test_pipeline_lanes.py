@@ -74,6 +74,18 @@ def _runner(tmp_path: Path, *, batch_max: int = 16) -> tuple[Runner, MemorySourc
     return runner, source, view
 
 
+def _two_in_flight(tmp_path: Path) -> tuple[Runner, MemorySource, GatedView, dict[int, int]]:
+    """A runner with two batches written and held at the view's gate, and the offsets committed
+    before them. The first step restores every session's state (serially), so nothing after it
+    reads the view."""
+    runner, source, view = _runner(tmp_path)
+    runner.step()
+    committed = dict(source.committed)
+    view.gate.clear()
+    assert runner._advance() > 0 and runner._advance() > 0
+    return runner, source, view, committed
+
+
 def _polled_seqs(runner: Runner, index: int) -> set[tuple[str, int]]:
     batch = runner._inflight[index]
     return {
@@ -84,11 +96,7 @@ def _polled_seqs(runner: Runner, index: int) -> set[tuple[str, int]]:
 
 
 def test_two_batches_in_flight_commit_in_order(tmp_path: Path) -> None:
-    runner, source, view = _runner(tmp_path)
-    runner.step()  # restores every session's state (serially), so nothing below reads the view
-    committed = dict(source.committed)
-    view.gate.clear()
-    assert runner._advance() > 0 and runner._advance() > 0
+    runner, source, view, committed = _two_in_flight(tmp_path)
     assert len(runner._inflight) == 2 and source.committed == committed  # written, not acknowledged
     view.gate.set()
     runner._finish_inflight()
@@ -98,12 +106,7 @@ def test_two_batches_in_flight_commit_in_order(tmp_path: Path) -> None:
 
 
 def test_a_failed_batch_takes_the_later_batch_in_flight_with_it(tmp_path: Path) -> None:
-    runner, source, view = _runner(tmp_path)
-    runner.step()
-    committed = dict(source.committed)
-    view.gate.clear()
-    runner._advance()
-    runner._advance()
+    runner, source, view, committed = _two_in_flight(tmp_path)
     first, second = _polled_seqs(runner, 0), _polled_seqs(runner, 1)
     before = view.stored()
     view.fail_session = "s-0"  # the earlier batch's write on the lane of s-0 fails
@@ -127,12 +130,7 @@ def test_a_failed_batch_takes_the_later_batch_in_flight_with_it(tmp_path: Path) 
 
 
 def test_a_failure_surfaces_at_the_step_that_waits_for_it(tmp_path: Path) -> None:
-    runner, source, view = _runner(tmp_path)
-    runner.step()
-    committed = dict(source.committed)
-    view.gate.clear()
-    runner._advance()
-    runner._advance()
+    runner, source, view, committed = _two_in_flight(tmp_path)
     view.fail_session = "s-1"
     view.gate.set()
     try:
@@ -147,12 +145,7 @@ def test_a_failure_surfaces_at_the_step_that_waits_for_it(tmp_path: Path) -> Non
 
 
 def test_a_revoke_finishes_every_batch_in_flight_and_commits_none(tmp_path: Path) -> None:
-    runner, source, view = _runner(tmp_path)
-    runner.step()
-    committed = dict(source.committed)
-    view.gate.clear()
-    runner._advance()
-    runner._advance()
+    runner, source, view, committed = _two_in_flight(tmp_path)
     writes = [future for batch in runner._inflight for _, future in batch.writes]
     seen: list[bool] = []
     assert source.before_revoke is not None
