@@ -246,7 +246,7 @@ def _vocabulary_file(path: Path, vocab: list[str]) -> sqlite3.Connection:
     with SQLiteView(path) as view:
         view.ensure_schema()
         with view.transaction():
-            view._add_terms([("w", t) for t in vocab])
+            view._add_vocab({"w": set(vocab)})
     return connect(path)
 
 

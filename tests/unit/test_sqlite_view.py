@@ -284,10 +284,10 @@ def test_every_vocabulary_term_has_its_trigram_row_once_whatever_the_cache_knew(
     _append(path, RECORDS[len(RECORDS) // 2 :])
     with SQLiteView(path) as view:
         with pytest.raises(RuntimeError), view.transaction():
-            view._add_terms([("w-rolled", "kept")])
+            view._add_vocab({"w-rolled": {"kept"}})
             raise RuntimeError("rolled back")
         with view.transaction():
-            view._add_terms([("w-rolled", "kept"), ("w-rolled", "kept")])
+            view._add_vocab({"w-rolled": {"kept"}})
     with embedded_runner(path, batch_max=5) as second:
         second.run(until_idle=True)
     conn = sqlite3.connect(path)

@@ -5,7 +5,7 @@ one statement, and the full-text rows and vocabulary terms of a bulk, written la
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from sessionlog.indexer.ports import Outcome, WriteResult
@@ -119,17 +119,7 @@ class EventWrites:
         )
         by_ws: dict[str, set[str]] = {}
         for _, ws, rows in staged:
-            terms = by_ws.get(ws)
-            if terms is None:
-                terms = by_ws[ws] = set()
-            terms.update(rows.tokens)
-        self._add_vocab(by_ws)
-
-    def _add_terms(self, terms: Iterable[tuple[str, str]]) -> None:
-        """Add unseen ``(workspace, term)`` pairs to the vocabulary (see :meth:`_add_vocab`)."""
-        by_ws: dict[str, set[str]] = {}
-        for ws, term in terms:
-            by_ws.setdefault(ws, set()).add(term)
+            by_ws.setdefault(ws, set()).update(rows.tokens)
         self._add_vocab(by_ws)
 
     def _add_vocab(self, by_ws: Mapping[str, set[str]]) -> None:
