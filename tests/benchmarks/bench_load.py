@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.machine import machine_info
+from tests.benchmarks.size_parts import pg_parts, sqlite_parts
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SYSTEMS = ("embedded", "kafka-opensearch", "pg")
@@ -100,6 +101,7 @@ def load_embedded(corpus: Path, probe: dict[str, Any], workdir: Path) -> dict[st
         "total_s": append_s + index_s,
         "found": found,
         "bytes": size,
+        "parts": sqlite_parts(path),
     }
 
 
@@ -150,13 +152,20 @@ def load_kafka_opensearch(
 
 def load_pg(corpus: Path) -> dict[str, Any]:
     from tests.benchmarks.pg import PgCluster
-    from tests.benchmarks.sys_pgtrgm import PgTrgmTable
+    from tests.benchmarks.sys_pgtrgm import TABLE, PgTrgmTable
 
     with PgCluster() as cluster:
         table = PgTrgmTable(cluster)
         with corpus.open("rb") as lines:
             table.load(orjson.loads(line) for line in lines)
-        return {"total_s": table.load_seconds, "bytes": table.size_bytes(), "server": cluster.version}
+        with cluster.connect() as conn:
+            parts = pg_parts(conn, TABLE)
+        return {
+            "total_s": table.load_seconds,
+            "bytes": table.size_bytes(),
+            "parts": parts,
+            "server": cluster.version,
+        }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.benchmarks.size_parts import parts_table
 from tests.benchmarks.speed_table import BIG, big_rows, every_row, loadavg_text, md_table, size_table
 
 __all__ = ["BEGIN", "END", "headline_run", "latest_result", "render", "replace_section", "write_docs"]
@@ -89,6 +90,10 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
             ["path", "now", "peer / ceiling, same run", "ratio (now / peer)", "target", "status"], rows
         )
         lines.append("")
+        parts = parts_table(head["rows"].get("load") or {})
+        if parts:
+            lines += [f"#### Where the bytes are ({head['entries']:,} entries, after the load row)", ""]
+            lines += [*parts, ""]
     else:
         lines += ["#### 1M rows", ""]
         lines += md_table(["path", "now", "peer", "ratio", "target", "status"], big_rows(result))

@@ -119,6 +119,20 @@ def test_size_table_has_one_line_per_corpus_size() -> None:
     assert big[1] == "– / –" and big[5] == "– · 10.0 / 45.0 · 12.0 / 1,400.0"
 
 
+def test_the_size_rows_are_followed_by_where_the_bytes_are() -> None:
+    section = speed_report.render(_result())
+    assert "#### Where the bytes are (3,000 entries, after the load row)" in section
+    assert _row(section, "embedded: log")[2:] == ["3.0", "30 %", "0.75×"]
+    assert _row(section, "embedded: full text")[2:] == ["2.0", "20 %", "0.50×"]
+    assert _row(section, "embedded without the log")[2:] == ["7.0", "70 %", "1.75×"]
+    assert _row(section, "PostgreSQL: index trgm_entries_key_trgm")[3:] == ["38 %", "0.38×"]
+    assert "embedded: other" not in section and "embedded: wal" not in section  # empty, not parts
+
+    result = _result()
+    del result["runs"][0]["rows"]["load"]["pg"]  # an older result: no breakdown, no table
+    assert "Where the bytes are" not in speed_report.render(result)
+
+
 def test_only_the_marked_section_is_replaced(tmp_path: Path) -> None:
     docs = tmp_path / "benchmarks.md"
     docs.write_text(
