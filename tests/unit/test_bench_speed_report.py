@@ -213,3 +213,28 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     ]
     assert scaling[5] == "met"
     assert "- **Load path in this run**: bench_load (the CLI)." in section
+
+
+def test_worker_scaling_on_a_saturated_machine_is_reported_not_judged() -> None:
+    result = _result()
+    one = {"machine_busy_fraction": 0.9, "opensearch_cpu_s": 54.3, "kafka_cpu_s": 0.7, "workers_cpu_s": 15.6}
+    scaling = {
+        "measured": True,
+        "partitions": 4,
+        "one_worker_events_per_s": 6900.0,
+        "two_workers_events_per_s": 7174.0,
+        "speedup": 1.04,
+        "runs": [{"workers": 1, "cpu": one}, {"workers": 2, "cpu": {"machine_busy_fraction": 0.96}}],
+    }
+    result["runs"][0]["rows"]["indexer"] = {
+        "indexer_events_per_s": 7000.0,
+        "raw_events_per_s": 9000.0,
+        "ratio": 0.78,
+        "scaling": scaling,
+    }
+    status = _row(speed_report.render(result), "indexer, 2 vs 1 worker")[5]
+    assert status.startswith("cores saturated (1.04×): one worker already kept the machine 90% busy")
+    assert "Kafka and OpenSearch took 55 of its 71 CPU s" in status
+
+    one["machine_busy_fraction"] = 0.6  # a core was free: the target is judged
+    assert _row(speed_report.render(result), "indexer, 2 vs 1 worker")[5] == "**not met** (1.04× < 1.6×)"
