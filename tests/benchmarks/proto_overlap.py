@@ -1,0 +1,370 @@
+"""Prototype (measurement only, not product code): can the embedded index step overlap its Python
+with its SQLite writes? On demand, never collected by pytest.
+
+    python -m tests.benchmarks.proto_overlap APPENDED.db [--rounds 2] [--modes today,serial,overlap]
+
+``APPENDED.db`` is a file ``sessionlog append`` filled and nothing indexed yet (copied for every run,
+never changed). Each round projects a fresh copy three ways, each in its own process under
+``nice -n 19``, the order rotating from round to round:
+
+* ``today``: ``sessionlog index --until-idle`` (the product);
+* ``serial``: the same projection in one thread, every view write of a batch one statement per
+  table (``INSERT … SELECT … FROM json_each(?)``), rows built in Python and passed as one JSON text;
+* ``overlap``: ``serial`` with the SQL of batch N on a writer thread (its own connection,
+  ``BEGIN IMMEDIATE … COMMIT`` per batch, position included) while the main thread reads (its own
+  connection), decodes, projects batch N+1 and builds its rows.
+
+Printed per run: wall, process CPU (user + sys), the load average before and after, and for the
+prototypes the CPU of the Python side and of the writes (thread CPU). The first round's three files
+are then compared table by table (:mod:`tests.benchmarks.proto_overlap_check`).
+
+The prototype assumes the load row's case only: an empty projection, one indexer, every log row a
+valid record, every event a fresh create (no replays, conflicts or dead letters); it stops on
+anything else rather than handling it. Shadow updates (``update`` actions) are written one by one
+by the product's own method. The vocabulary cache has no size cap (the product clears its cache
+past 500,000 terms; this corpus has about 456,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from sessionlog.indexer.batch import BatchProcessor
+from sessionlog.indexer.collector import gc_headroom
+from sessionlog.indexer.decode import decode_entry
+from sessionlog.indexer.embedded import INDEXER_CACHE_KIB, INDEXER_CHECKPOINT_PAGES, open_embedded
+from sessionlog.indexer.metrics import IndexerMetrics
+from sessionlog.indexer.ports import Entry, RawRecord
+from sessionlog.indexer.projector import Action
+from sessionlog.indexer.sqlite_event_writes import _event_row
+from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, text_rows
+from sessionlog.indexer.sqlite_source import stored_position
+from sessionlog.indexer.sqlite_view import SQLiteView
+from sessionlog.ingest.sqlite_log import LOG_TOPIC, connect
+
+__all__ = ["Job", "build_jobs", "main", "write_job"]
+
+_NAME = "default"
+_BATCH = 2000
+_MODES = ("today", "serial", "overlap")
+
+_EVENTS = (
+    "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, has_text,"
+    " surface_state, content_hash, log_offset, text, doc)"
+    " SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7,"
+    " value->>8, value->>9, value->>10, value->>11, CAST(value->>12 AS BLOB) FROM json_each(?)"
+)
+_WORDS = "INSERT INTO events_words (rowid, body) SELECT ?1 + key + 1, value FROM json_each(?2)"
+_TRI = "INSERT INTO events_tri (rowid, body) SELECT ?1 + key + 1, ' ' || value || ' ' FROM json_each(?2)"
+_SPARSE = "INSERT INTO {table} (rowid, body) SELECT ?1 + (value->>0) + 1, value->>1 FROM json_each(?2)"
+_VOCAB = (
+    "INSERT INTO vocab (ws, term, len, rterm) SELECT value->>0, value->>1, value->>2, value->>3"
+    " FROM json_each(?) WHERE true ON CONFLICT DO NOTHING"
+)
+_VOCAB_TRI = "INSERT INTO vocab_tri (rowid, body) SELECT tid, ' ' || term || ' ' FROM vocab WHERE tid > ?"
+_SESSIONS = (
+    "INSERT INTO sessions (session_id, workspace_id, doc)"
+    " SELECT value->>0, value->>1, CAST(value->>2 AS BLOB) FROM json_each(?) WHERE true"
+    " ON CONFLICT (session_id) DO UPDATE SET workspace_id = excluded.workspace_id, doc = excluded.doc"
+)
+_POSITION = (
+    "INSERT INTO indexer_positions (name, offset) VALUES (?, ?)"
+    " ON CONFLICT (name) DO UPDATE SET offset = excluded.offset"
+)
+
+
+@dataclass
+class Job:
+    """One batch's writes, ready for the writer: one JSON text per table."""
+
+    through: int
+    created: int
+    events: str
+    words: str
+    idents: str
+    cjk: str
+    vocab: str
+    sessions: str
+    updates: list[Action] = field(default_factory=list)
+
+
+class _Builder:
+    """The Python side: read, decode, project, and build one batch's JSON texts."""
+
+    def __init__(self, read: sqlite3.Connection, known: dict[str, set[str]]) -> None:
+        self.read = read
+        self.processor = BatchProcessor(SQLiteView(conn=read), IndexerMetrics())
+        self.known = known
+        self.after = stored_position(read, _NAME)
+
+    def next_job(self) -> Job | None:
+        rows = self.read.execute(
+            "SELECT offset, key, value, time_ms FROM log WHERE offset > ? ORDER BY offset LIMIT ?",
+            (self.after, _BATCH),
+        ).fetchall()
+        if not rows:
+            return None
+        entries = [
+            decode_entry(RawRecord(LOG_TOPIC, 0, int(o), bytes(k), bytes(v), int(t))) for o, k, v, t in rows
+        ]
+        if not all(isinstance(e, Entry) for e in entries):
+            raise SystemExit("an invalid log row: the prototype handles the load row's case only")
+        prepared = self.processor.prepare(entries)
+        if prepared.result.letters or prepared.result.conflicts:
+            raise SystemExit("dead letters or conflicts: the prototype handles the load row's case only")
+        self.after = int(rows[-1][0])
+        return self._job(prepared.actions)
+
+    def _job(self, actions: list[Action]) -> Job:
+        events: list[list[object]] = []
+        words: list[str] = []
+        idents: list[tuple[int, str]] = []
+        cjk: list[tuple[int, str]] = []
+        sessions: list[tuple[str, str | None, str]] = []
+        updates: list[Action] = []
+        by_ws: dict[str, set[str]] = {}
+        for action in actions:
+            if action.target == "events" and action.op == "create":
+                row = _event_row(action)
+                k = len(events)
+                events.append([*row[:12], row[12].decode()])
+                text = text_rows(str(row[11]))
+                words.append(text.words)
+                if text.idents:
+                    idents.append((k, text.idents))
+                if text.cjk:
+                    cjk.append((k, text.cjk))
+                by_ws.setdefault(str(row[1]), set()).update(text.tokens)
+            elif action.target == "events" and action.op == "update":
+                updates.append(action)
+            elif action.target == "sessions":
+                body = action.body
+                sessions.append((action.doc_id, body.get("workspace_id"), orjson.dumps(body).decode()))
+            else:
+                raise SystemExit(f"{action.op} on {action.target}: not in the load row's case")
+        new: list[tuple[str, str, int, str]] = []
+        for ws, terms in by_ws.items():
+            known = self.known.setdefault(ws, set())
+            fresh = {term for term in terms - known if len(term) <= MAX_TERM_CHARS}
+            known |= fresh
+            new.extend((ws, term, len(term), term[::-1]) for term in fresh)
+        dumps = orjson.dumps
+        return Job(
+            through=self.after,
+            created=len(events),
+            events=dumps(events).decode(),
+            words=dumps(words).decode(),
+            idents=dumps(idents).decode(),
+            cjk=dumps(cjk).decode(),
+            vocab=dumps(new).decode(),
+            sessions=dumps(sessions).decode(),
+            updates=updates,
+        )
+
+
+def build_jobs(read: sqlite3.Connection) -> Iterator[Job]:
+    """Every batch of the log after the stored position, as jobs (the Python side)."""
+    builder = _Builder(read, {})
+    while (job := builder.next_job()) is not None:
+        yield job
+
+
+def write_job(conn: sqlite3.Connection, view: SQLiteView, job: Job) -> None:
+    """One batch in one transaction: a statement per table, the position last."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        mark = int(conn.execute("SELECT coalesce(max(rid), 0) FROM events").fetchone()[0])
+        inserted = conn.execute(_EVENTS, (job.events,)).rowcount
+        if inserted != job.created:
+            raise SystemExit(f"{job.created - inserted} events existed: not the load row's case")
+        # Under the write lock new rows take the next rowids in order: mark + 1 + position.
+        conn.execute(_WORDS, (mark, job.words))
+        conn.execute(_TRI, (mark, job.words))
+        conn.execute(_SPARSE.format(table="events_ident"), (mark, job.idents))
+        conn.execute(_SPARSE.format(table="events_cjk"), (mark, job.cjk))
+        for action in job.updates:
+            result = view._update_event(action)
+            if result.reason:
+                raise SystemExit(f"update failed: {result.reason}")
+        tid = int(conn.execute("SELECT coalesce(max(tid), 0) FROM vocab").fetchone()[0])
+        conn.execute(_VOCAB, (job.vocab,))
+        conn.execute(_VOCAB_TRI, (tid,))
+        conn.execute(_SESSIONS, (job.sessions,))
+        conn.execute(_POSITION, (_NAME, job.through))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _open_writer(path: Path) -> sqlite3.Connection:
+    conn = open_embedded(path)
+    conn.execute(f"PRAGMA cache_size = -{INDEXER_CACHE_KIB}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {INDEXER_CHECKPOINT_PAGES}")
+    return conn
+
+
+def _project(path: Path, overlap: bool) -> dict[str, float]:
+    """Project the whole log of ``path``; the thread CPU of the Python side and of the writes."""
+    write_conn = _open_writer(path)
+    read = connect(path, create=False)
+    view = SQLiteView(conn=write_conn)
+    spent = {"python_cpu_s": 0.0, "write_cpu_s": 0.0, "batches": 0.0, "entries": 0.0}
+    jobs = build_jobs(read)
+
+    def produce() -> Job | None:
+        started = time.thread_time()
+        job = next(jobs, None)
+        spent["python_cpu_s"] += time.thread_time() - started
+        return job
+
+    with gc_headroom():
+        if not overlap:
+            while (job := produce()) is not None:
+                started = time.thread_time()
+                write_job(write_conn, view, job)
+                spent["write_cpu_s"] += time.thread_time() - started
+                spent["batches"] += 1
+                spent["entries"] += job.created
+        else:
+            _overlapped(produce, write_conn, view, spent)
+    read.close()
+    write_conn.close()
+    return spent
+
+
+def _overlapped(
+    produce: Callable[[], Job | None], conn: sqlite3.Connection, view: SQLiteView, spent: dict[str, float]
+) -> None:
+    todo: queue.Queue[Job | None] = queue.Queue(maxsize=1)
+    failed: list[BaseException] = []
+
+    def writer() -> None:
+        started = time.thread_time()
+        try:
+            while (job := todo.get()) is not None:
+                if not failed:
+                    write_job(conn, view, job)
+                    spent["batches"] += 1
+                    spent["entries"] += job.created
+        except BaseException as err:
+            failed.append(err)
+            while todo.get() is not None:  # drain so the producer never blocks
+                pass
+        finally:
+            spent["write_cpu_s"] = time.thread_time() - started
+
+    thread = threading.Thread(target=writer, name="proto-writer")
+    thread.start()
+    try:
+        while not failed and (job := produce()) is not None:
+            todo.put(job)
+    finally:
+        todo.put(None)
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _child(mode: str, path: Path) -> int:
+    spent = _project(path, overlap=mode == "overlap")
+    print(orjson.dumps(spent).decode())
+    return 0
+
+
+def _run(mode: str, path: Path) -> dict[str, float]:
+    """One mode on ``path`` in its own process under ``nice -n 19``: wall, CPU, load, thread CPU."""
+    env = dict(os.environ, SESSIONLOG_BACKEND="embedded", SESSIONLOG_SQLITE_PATH=str(path))
+    if mode == "today":
+        sessionlog = Path(sys.executable).with_name("sessionlog")
+        command = [str(sessionlog), "index", "--until-idle"]
+    else:
+        command = [sys.executable, "-m", "tests.benchmarks.proto_overlap", "--child", mode, str(path)]
+    load_before = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(["nice", "-n", "19", *command], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{mode} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    out: dict[str, float] = {
+        "wall_s": wall,
+        "cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+    }
+    if mode != "today":
+        out.update(orjson.loads(done.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def _report(mode: str, round_: int, got: dict[str, float]) -> None:
+    line = (
+        f"round {round_} {mode:8} wall {got['wall_s']:6.1f} s  CPU {got['cpu_s']:6.1f} s  "
+        f"load {got['load_before']:.2f} -> {got['load_after']:.2f}"
+    )
+    if "python_cpu_s" in got:
+        line += (
+            f"  | Python side {got['python_cpu_s']:.1f} s, writes {got['write_cpu_s']:.1f} s (thread CPU),"
+            f" {int(got['entries'])} events in {int(got['batches'])} batches"
+        )
+    print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("appended", type=Path, nargs="?")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--modes", default=",".join(_MODES))
+    parser.add_argument("--no-check", action="store_true", help="skip comparing the projections")
+    parser.add_argument("--child", choices=_MODES[1:], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="where the copies go (default: a temp dir)"
+    )
+    args = parser.parse_args(argv)
+    if args.appended is None:
+        parser.error("APPENDED.db is required")
+    if args.child:
+        return _child(args.child, args.appended)
+    modes = [m for m in args.modes.split(",") if m]
+    from tests.benchmarks.proto_overlap_check import compare
+
+    with tempfile.TemporaryDirectory(prefix="sessionlog-overlap-", dir=args.workdir) as tmp:
+        for round_ in range(1, args.rounds + 1):
+            shift = (round_ - 1) % len(modes)
+            kept: dict[str, Path] = {}
+            for mode in modes[shift:] + modes[:shift]:
+                copy = Path(tmp) / f"{mode}-{round_}.db"
+                shutil.copyfile(args.appended, copy)
+                _report(mode, round_, _run(mode, copy))
+                kept[mode] = copy
+            if round_ == 1 and not args.no_check and "today" in kept:
+                for mode, path in kept.items():
+                    if mode != "today":
+                        print(f"projection of {mode} vs today: {compare(kept['today'], path)}", flush=True)
+            for path in kept.values():
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
