@@ -61,6 +61,7 @@ __all__ = ["Job", "build_jobs", "main", "write_job"]
 
 _NAME = "default"
 _BATCH = 2000
+#: ``overlap-Nms`` is ``overlap`` with Python's switch interval set to N ms first.
 _MODES = ("today", "serial", "overlap")
 
 _EVENTS = (
@@ -106,17 +107,21 @@ class Job:
 class _Builder:
     """The Python side: read, decode, project, and build one batch's JSON texts."""
 
-    def __init__(self, read: sqlite3.Connection, known: dict[str, set[str]]) -> None:
+    def __init__(self, read: sqlite3.Connection, known: dict[str, set[str]], parts: _Parts) -> None:
         self.read = read
+        self.parts = parts
         self.processor = BatchProcessor(SQLiteView(conn=read), IndexerMetrics())
         self.known = known
         self.after = stored_position(read, _NAME)
 
     def next_job(self) -> Job | None:
+        tick = self.parts.tick
+        tick(None)
         rows = self.read.execute(
             "SELECT offset, key, value, time_ms FROM log WHERE offset > ? ORDER BY offset LIMIT ?",
             (self.after, _BATCH),
         ).fetchall()
+        tick("py: read log rows")
         if not rows:
             return None
         entries = [
@@ -124,11 +129,15 @@ class _Builder:
         ]
         if not all(isinstance(e, Entry) for e in entries):
             raise SystemExit("an invalid log row: the prototype handles the load row's case only")
+        tick("py: decode + validate")
         prepared = self.processor.prepare(entries)
+        tick("py: projection (prepare)")
         if prepared.result.letters or prepared.result.conflicts:
             raise SystemExit("dead letters or conflicts: the prototype handles the load row's case only")
         self.after = int(rows[-1][0])
-        return self._job(prepared.actions)
+        job = self._job(prepared.actions)
+        tick("py: rows, vocabulary, JSON")
+        return job
 
     def _job(self, actions: list[Action]) -> Job:
         events: list[list[object]] = []
@@ -177,36 +186,60 @@ class _Builder:
         )
 
 
-def build_jobs(read: sqlite3.Connection) -> Iterator[Job]:
+class _Parts:
+    """Thread CPU per part, by the calling thread (each thread ticks its own parts)."""
+
+    def __init__(self, spent: dict[str, float]) -> None:
+        self.spent = spent
+        self._last: dict[int, float] = {}
+
+    def tick(self, part: str | None) -> None:
+        """Charge the calling thread's CPU since its last tick to ``part`` (None: just start)."""
+        now, me = time.thread_time(), threading.get_ident()
+        if part is not None:
+            self.spent[part] = self.spent.get(part, 0.0) + now - self._last.get(me, now)
+        self._last[me] = now
+
+
+def build_jobs(read: sqlite3.Connection, parts: _Parts) -> Iterator[Job]:
     """Every batch of the log after the stored position, as jobs (the Python side)."""
-    builder = _Builder(read, {})
+    builder = _Builder(read, {}, parts)
     while (job := builder.next_job()) is not None:
         yield job
 
 
-def write_job(conn: sqlite3.Connection, view: SQLiteView, job: Job) -> None:
+def write_job(conn: sqlite3.Connection, view: SQLiteView, job: Job, parts: _Parts) -> None:
     """One batch in one transaction: a statement per table, the position last."""
+    tick = parts.tick
+    tick(None)
     conn.execute("BEGIN IMMEDIATE")
     try:
         mark = int(conn.execute("SELECT coalesce(max(rid), 0) FROM events").fetchone()[0])
         inserted = conn.execute(_EVENTS, (job.events,)).rowcount
         if inserted != job.created:
             raise SystemExit(f"{job.created - inserted} events existed: not the load row's case")
+        tick("sql: events")
         # Under the write lock new rows take the next rowids in order: mark + 1 + position.
         conn.execute(_WORDS, (mark, job.words))
         conn.execute(_TRI, (mark, job.words))
         conn.execute(_SPARSE.format(table="events_ident"), (mark, job.idents))
         conn.execute(_SPARSE.format(table="events_cjk"), (mark, job.cjk))
+        tick("sql: events_words/tri/ident/cjk")
         for action in job.updates:
             result = view._update_event(action)
             if result.reason:
                 raise SystemExit(f"update failed: {result.reason}")
+        tick("sql: updates")
         tid = int(conn.execute("SELECT coalesce(max(tid), 0) FROM vocab").fetchone()[0])
         conn.execute(_VOCAB, (job.vocab,))
+        tick("sql: vocab")
         conn.execute(_VOCAB_TRI, (tid,))
+        tick("sql: vocab_tri")
         conn.execute(_SESSIONS, (job.sessions,))
         conn.execute(_POSITION, (_NAME, job.through))
+        tick("sql: sessions + position")
         conn.execute("COMMIT")
+        tick("sql: commit")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -220,12 +253,14 @@ def _open_writer(path: Path) -> sqlite3.Connection:
 
 
 def _project(path: Path, overlap: bool) -> dict[str, float]:
-    """Project the whole log of ``path``; the thread CPU of the Python side and of the writes."""
+    """Project the whole log of ``path``: thread CPU of the Python side, of the writes and of
+    each part; with ``overlap``, how long each thread waited for the other (wall)."""
     write_conn = _open_writer(path)
     read = connect(path, create=False)
     view = SQLiteView(conn=write_conn)
-    spent = {"python_cpu_s": 0.0, "write_cpu_s": 0.0, "batches": 0.0, "entries": 0.0}
-    jobs = build_jobs(read)
+    spent: dict[str, float] = {"python_cpu_s": 0.0, "write_cpu_s": 0.0, "batches": 0.0, "entries": 0.0}
+    parts = _Parts(spent)
+    jobs = build_jobs(read, parts)
 
     def produce() -> Job | None:
         started = time.thread_time()
@@ -233,47 +268,58 @@ def _project(path: Path, overlap: bool) -> dict[str, float]:
         spent["python_cpu_s"] += time.thread_time() - started
         return job
 
+    def write(job: Job) -> None:
+        started = time.thread_time()
+        write_job(write_conn, view, job, parts)
+        spent["write_cpu_s"] += time.thread_time() - started
+        spent["batches"] += 1
+        spent["entries"] += job.created
+
+    started = time.perf_counter()
     with gc_headroom():
         if not overlap:
             while (job := produce()) is not None:
-                started = time.thread_time()
-                write_job(write_conn, view, job)
-                spent["write_cpu_s"] += time.thread_time() - started
-                spent["batches"] += 1
-                spent["entries"] += job.created
+                write(job)
         else:
-            _overlapped(produce, write_conn, view, spent)
+            _overlapped(produce, write, spent)
+    spent["projection loop: wall s"] = time.perf_counter() - started
+    wal = Path(f"{path}-wal")
+    spent["wal_mib_at_end"] = wal.stat().st_size / 2**20 if wal.exists() else 0.0
     read.close()
     write_conn.close()
     return spent
 
 
 def _overlapped(
-    produce: Callable[[], Job | None], conn: sqlite3.Connection, view: SQLiteView, spent: dict[str, float]
+    produce: Callable[[], Job | None], write: Callable[[Job], None], spent: dict[str, float]
 ) -> None:
+    """Batch N written on a writer thread while the calling thread produces batch N+1."""
     todo: queue.Queue[Job | None] = queue.Queue(maxsize=1)
     failed: list[BaseException] = []
+    spent["main waits for the writer (wall s)"] = spent["writer waits for a batch (wall s)"] = 0.0
 
     def writer() -> None:
-        started = time.thread_time()
         try:
-            while (job := todo.get()) is not None:
+            while True:
+                started = time.perf_counter()
+                job = todo.get()
+                spent["writer waits for a batch (wall s)"] += time.perf_counter() - started
+                if job is None:
+                    return
                 if not failed:
-                    write_job(conn, view, job)
-                    spent["batches"] += 1
-                    spent["entries"] += job.created
+                    write(job)
         except BaseException as err:
             failed.append(err)
             while todo.get() is not None:  # drain so the producer never blocks
                 pass
-        finally:
-            spent["write_cpu_s"] = time.thread_time() - started
 
     thread = threading.Thread(target=writer, name="proto-writer")
     thread.start()
     try:
         while not failed and (job := produce()) is not None:
+            started = time.perf_counter()
             todo.put(job)
+            spent["main waits for the writer (wall s)"] += time.perf_counter() - started
     finally:
         todo.put(None)
         thread.join()
@@ -282,7 +328,9 @@ def _overlapped(
 
 
 def _child(mode: str, path: Path) -> int:
-    spent = _project(path, overlap=mode == "overlap")
+    if mode.endswith("ms"):  # overlap-1ms: Python's switch interval (default 5 ms) set first
+        sys.setswitchinterval(float(mode.split("-")[-1][:-2]) / 1000)
+    spent = _project(path, overlap=mode.startswith("overlap"))
     print(orjson.dumps(spent).decode())
     return 0
 
@@ -322,8 +370,11 @@ def _report(mode: str, round_: int, got: dict[str, float]) -> None:
     if "python_cpu_s" in got:
         line += (
             f"  | Python side {got['python_cpu_s']:.1f} s, writes {got['write_cpu_s']:.1f} s (thread CPU),"
-            f" {int(got['entries'])} events in {int(got['batches'])} batches"
+            f" {int(got['entries'])} events in {int(got['batches'])} batches,"
+            f" WAL {got['wal_mib_at_end']:.0f} MiB at the end"
         )
+    for key in sorted(k for k in got if ":" in k or "waits" in k):
+        line += f"\n      {got[key]:6.2f} s  {key}"
     print(line, flush=True)
 
 
@@ -335,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--modes", default=",".join(_MODES))
     parser.add_argument("--no-check", action="store_true", help="skip comparing the projections")
-    parser.add_argument("--child", choices=_MODES[1:], help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument(
         "--workdir", type=Path, default=None, help="where the copies go (default: a temp dir)"
     )
