@@ -215,6 +215,22 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     assert "- **Load path in this run**: bench_load (the CLI)." in section
 
 
+def test_the_appender_row_shows_what_kafka_python_alone_reaches() -> None:
+    result = _result()
+    append = result["runs"][0]["rows"]["append"]
+    append["sessionlog"] = {"sustained_eps": 9000.0, "p99_us": 800.0, "cpu_us_per_event": 110.0}
+    append["confluent_validated"] = {"sustained_eps": 80000.0, "p99_us": 60.0, "cpu_us_per_event": 13.0}
+    append["kafka_python"] = {"sustained_eps": 30000.0, "p99_us": 200.0, "cpu_us_per_event": 27.0}
+    row = _row(speed_report.render(result), "appender, durable")
+    assert (
+        "kafka-python alone (pre-encoded, no validation): 30,000 ev/s, 27.0 µs CPU/ev = 0.38× the peer"
+        in row[2]
+    )
+    assert row[5] == (
+        "**not met** (9,000 ev/s < 20,000; ratio 0.11× < 0.8×); kafka-python itself stops at 0.38× the peer"
+    )
+
+
 def test_worker_scaling_on_a_saturated_machine_is_reported_not_judged() -> None:
     result = _result()
     one = {"machine_busy_fraction": 0.9, "opensearch_cpu_s": 54.3, "kafka_cpu_s": 0.7, "workers_cpu_s": 15.6}
