@@ -178,7 +178,19 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
         "entries": 3000,
         "events": 3000,
         "embedded": {"append_s": 1.0, "index_s": 1.0, "seconds": 2.0, "bytes": 7340032, "found": True},
-        "kafka_opensearch": {"append_s": 4.0, "index_s": 4.0, "seconds": 8.0, "found": False},
+        "kafka_opensearch": {
+            "append_s": 4.0,
+            "index_s": 4.0,
+            "seconds": 8.0,
+            "found": False,
+            "index_cpu": {
+                "wall_s": 4.0,
+                "command_cpu_s": 1.5,
+                "opensearch_cpu_s": 5.5,
+                "kafka_cpu_s": 0.2,
+                "machine_busy_fraction": 0.95,
+            },
+        },
         "pg": {"seconds": 4.0, "bytes": 4194304},
     }
     rows["indexer"] = {
@@ -200,6 +212,8 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     section = speed_report.render(result)
     opensearch = _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")
     assert "probe entry **not found**" in opensearch[1] and opensearch[2].endswith("4.0 s")
+    cpu = "; index step CPU: `sessionlog index` 1.5 s, OpenSearch 5.5 s, Kafka 0.2 s in 4.0 s"
+    assert opensearch[1].endswith(cpu + " (machine 95% busy)")
     assert opensearch[3:] == ["2.00×", "≤ 3× PostgreSQL", "met"]
     assert _row(section, "on-disk size, 3,000 entries (embedded")[3:4] == ["1.75×"]
     # no OpenSearch size from the load row: the search row's index of the same documents
