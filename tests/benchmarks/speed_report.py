@@ -110,7 +110,9 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "",
         "- **Appender**: `bench_append.run_sessionlog` (durable, fsync interval) and `run_confluent` (the "
         "byte-identical records, the same pydantic validation and encoding on the caller's thread), "
-        "min(entries, 100,000) events of ~300 B, 4 partitions; ev/s until every record is acknowledged.",
+        "min(entries, 100,000) events of ~300 B, 4 partitions; ev/s until every record is acknowledged; "
+        "and `run_kafka_python` (kafka-python alone with the appender's producer settings, pre-encoded "
+        "records, one callback each: the most any appender on kafka-python can reach).",
         "- **Indexer**: `bench_pipeline.throughput` (the corpus produced to a fresh topic, indexed end to "
         "end by the worker, vs the same documents through `parallel_bulk` with 2 threads); worker scaling "
         "when "

@@ -81,9 +81,26 @@ def _load_rows(run: dict[str, Any]) -> list[Row]:
         now = f"{ours['seconds']:.1f} s (append {ours['append_s']:.1f} s + index {ours['index_s']:.1f} s)"
         if ours.get("found") is False:
             now += ", probe entry **not found** afterwards"
+        now += _index_cpu(ours.get("index_cpu") or {})
         status = status_of([(ratio is not None and ratio <= 3.0, f"{fmt_x(ratio)} > 3×")])
         out.append([label, now, peer, fmt_x(ratio), "≤ 3× PostgreSQL", status])
     return out
+
+
+def _index_cpu(cpu: dict[str, Any]) -> str:
+    """Where the index step's CPU went (when the load row measured it)."""
+    if not cpu.get("wall_s"):
+        return ""
+    parts = [f"`sessionlog index` {cpu.get('command_cpu_s', 0):.1f} s"]
+    parts += [
+        f"{name} {cpu[key]:.1f} s"
+        for key, name in (("opensearch_cpu_s", "OpenSearch"), ("kafka_cpu_s", "Kafka"))
+        if cpu.get(key)
+    ]
+    busy = cpu.get("machine_busy_fraction")
+    return f"; index step CPU: {', '.join(parts)} in {cpu['wall_s']:.1f} s" + (
+        f" (machine {busy:.0%} busy)" if busy is not None else ""
+    )
 
 
 def latency(system: dict[str, Any], scope: str, q: str) -> float | None:

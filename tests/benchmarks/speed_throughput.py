@@ -50,6 +50,15 @@ def append_rows(run: dict[str, Any]) -> list[Row]:
         f"confluent-kafka + the same validation: {peer['sustained_eps']:,.0f} ev/s, "
         f"p99 {peer['p99_us'] / 1000:.2f} ms, {peer['cpu_us_per_event']:.1f} µs CPU/ev"
     )
+    client = row.get("kafka_python")
+    if client:  # the design's client with nothing of ours: what any appender on it can reach
+        ceiling = ratio_of(client["sustained_eps"], peer["sustained_eps"])
+        other += (
+            f"; kafka-python alone (pre-encoded, no validation): {client['sustained_eps']:,.0f} ev/s, "
+            f"{client['cpu_us_per_event']:.1f} µs CPU/ev = {fmt_x(ceiling)} the peer"
+        )
+        if ceiling is not None and ceiling < 0.8 and status != MET:
+            status += f"; kafka-python itself stops at {fmt_x(ceiling)} the peer"
     return [[label, now, other, fmt_x(ratio), "≥ 20,000 ev/s, ≥ 0.8×, p99 ≤ 1 ms", status]]
 
 

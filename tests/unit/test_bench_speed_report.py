@@ -178,7 +178,19 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
         "entries": 3000,
         "events": 3000,
         "embedded": {"append_s": 1.0, "index_s": 1.0, "seconds": 2.0, "bytes": 7340032, "found": True},
-        "kafka_opensearch": {"append_s": 4.0, "index_s": 4.0, "seconds": 8.0, "found": False},
+        "kafka_opensearch": {
+            "append_s": 4.0,
+            "index_s": 4.0,
+            "seconds": 8.0,
+            "found": False,
+            "index_cpu": {
+                "wall_s": 4.0,
+                "command_cpu_s": 1.5,
+                "opensearch_cpu_s": 5.5,
+                "kafka_cpu_s": 0.2,
+                "machine_busy_fraction": 0.95,
+            },
+        },
         "pg": {"seconds": 4.0, "bytes": 4194304},
     }
     rows["indexer"] = {
@@ -200,6 +212,8 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     section = speed_report.render(result)
     opensearch = _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")
     assert "probe entry **not found**" in opensearch[1] and opensearch[2].endswith("4.0 s")
+    cpu = "; index step CPU: `sessionlog index` 1.5 s, OpenSearch 5.5 s, Kafka 0.2 s in 4.0 s"
+    assert opensearch[1].endswith(cpu + " (machine 95% busy)")
     assert opensearch[3:] == ["2.00×", "≤ 3× PostgreSQL", "met"]
     assert _row(section, "on-disk size, 3,000 entries (embedded")[3:4] == ["1.75×"]
     # no OpenSearch size from the load row: the search row's index of the same documents
@@ -213,6 +227,22 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     ]
     assert scaling[5] == "met"
     assert "- **Load path in this run**: bench_load (the CLI)." in section
+
+
+def test_the_appender_row_shows_what_kafka_python_alone_reaches() -> None:
+    result = _result()
+    append = result["runs"][0]["rows"]["append"]
+    append["sessionlog"] = {"sustained_eps": 9000.0, "p99_us": 800.0, "cpu_us_per_event": 110.0}
+    append["confluent_validated"] = {"sustained_eps": 80000.0, "p99_us": 60.0, "cpu_us_per_event": 13.0}
+    append["kafka_python"] = {"sustained_eps": 30000.0, "p99_us": 200.0, "cpu_us_per_event": 27.0}
+    row = _row(speed_report.render(result), "appender, durable")
+    assert (
+        "kafka-python alone (pre-encoded, no validation): 30,000 ev/s, 27.0 µs CPU/ev = 0.38× the peer"
+        in row[2]
+    )
+    assert row[5] == (
+        "**not met** (9,000 ev/s < 20,000; ratio 0.11× < 0.8×); kafka-python itself stops at 0.38× the peer"
+    )
 
 
 def test_worker_scaling_on_a_saturated_machine_is_reported_not_judged() -> None:
