@@ -57,7 +57,7 @@ from sessionlog.indexer.sqlite_source import stored_position
 from sessionlog.indexer.sqlite_view import SQLiteView
 from sessionlog.ingest.sqlite_log import LOG_TOPIC, connect
 
-__all__ = ["Job", "build_jobs", "main", "write_job"]
+__all__ = ["Job", "Parts", "build_jobs", "main", "open_writer", "write_job"]
 
 _NAME = "default"
 _BATCH = 2000
@@ -107,7 +107,7 @@ class Job:
 class _Builder:
     """The Python side: read, decode, project, and build one batch's JSON texts."""
 
-    def __init__(self, read: sqlite3.Connection, known: dict[str, set[str]], parts: _Parts) -> None:
+    def __init__(self, read: sqlite3.Connection, known: dict[str, set[str]], parts: Parts) -> None:
         self.read = read
         self.parts = parts
         self.processor = BatchProcessor(SQLiteView(conn=read), IndexerMetrics())
@@ -186,7 +186,7 @@ class _Builder:
         )
 
 
-class _Parts:
+class Parts:
     """Thread CPU per part, by the calling thread (each thread ticks its own parts)."""
 
     def __init__(self, spent: dict[str, float]) -> None:
@@ -201,14 +201,14 @@ class _Parts:
         self._last[me] = now
 
 
-def build_jobs(read: sqlite3.Connection, parts: _Parts) -> Iterator[Job]:
+def build_jobs(read: sqlite3.Connection, parts: Parts) -> Iterator[Job]:
     """Every batch of the log after the stored position, as jobs (the Python side)."""
     builder = _Builder(read, {}, parts)
     while (job := builder.next_job()) is not None:
         yield job
 
 
-def write_job(conn: sqlite3.Connection, view: SQLiteView, job: Job, parts: _Parts) -> None:
+def write_job(conn: sqlite3.Connection, view: SQLiteView, job: Job, parts: Parts) -> None:
     """One batch in one transaction: a statement per table, the position last."""
     tick = parts.tick
     tick(None)
@@ -245,7 +245,8 @@ def write_job(conn: sqlite3.Connection, view: SQLiteView, job: Job, parts: _Part
         raise
 
 
-def _open_writer(path: Path) -> sqlite3.Connection:
+def open_writer(path: Path) -> sqlite3.Connection:
+    """The writer's connection, set up as the product's indexer sets up its own."""
     conn = open_embedded(path)
     conn.execute(f"PRAGMA cache_size = -{INDEXER_CACHE_KIB}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {INDEXER_CHECKPOINT_PAGES}")
@@ -255,11 +256,11 @@ def _open_writer(path: Path) -> sqlite3.Connection:
 def _project(path: Path, overlap: bool) -> dict[str, float]:
     """Project the whole log of ``path``: thread CPU of the Python side, of the writes and of
     each part; with ``overlap``, how long each thread waited for the other (wall)."""
-    write_conn = _open_writer(path)
+    write_conn = open_writer(path)
     read = connect(path, create=False)
     view = SQLiteView(conn=write_conn)
     spent: dict[str, float] = {"python_cpu_s": 0.0, "write_cpu_s": 0.0, "batches": 0.0, "entries": 0.0}
-    parts = _Parts(spent)
+    parts = Parts(spent)
     jobs = build_jobs(read, parts)
 
     def produce() -> Job | None:
@@ -328,6 +329,11 @@ def _overlapped(
 
 
 def _child(mode: str, path: Path) -> int:
+    if mode == "overlap-process":
+        from tests.benchmarks.proto_overlap_process import project_in_two_processes
+
+        print(orjson.dumps(project_in_two_processes(path)).decode())
+        return 0
     if mode.endswith("ms"):  # overlap-1ms: Python's switch interval (default 5 ms) set first
         sys.setswitchinterval(float(mode.split("-")[-1][:-2]) / 1000)
     spent = _project(path, overlap=mode.startswith("overlap"))
