@@ -392,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--modes", default=",".join(_MODES))
     parser.add_argument("--no-check", action="store_true", help="skip comparing the projections")
+    parser.add_argument("--check", default="", help="compare only these modes' files (default: all)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument(
         "--workdir", type=Path, default=None, help="where the copies go (default: a temp dir)"
@@ -415,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                 kept[mode] = copy
             if round_ == 1 and not args.no_check and "today" in kept:
                 for mode, path in kept.items():
-                    if mode != "today":
+                    if mode != "today" and (not args.check or mode in args.check.split(",")):
                         print(f"projection of {mode} vs today: {compare(kept['today'], path)}", flush=True)
             for path in kept.values():
                 for suffix in ("", "-wal", "-shm"):
