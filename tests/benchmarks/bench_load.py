@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,9 @@ from typing import Any
 
 import orjson
 from tests.benchmarks.corpus import Corpus, CorpusConfig
+from tests.benchmarks.cpuacct import CpuWindow, server_pids
 from tests.benchmarks.machine import machine_info
+from tests.benchmarks.size_parts import pg_parts, sqlite_parts
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SYSTEMS = ("embedded", "kafka-opensearch", "pg")
@@ -59,7 +62,14 @@ def _write_corpus(entries: int, seed: int, path: Path) -> tuple[int, int, dict[s
     return count, path.stat().st_size, probe
 
 
-def _cli(args: list[str], env: dict[str, str]) -> float:
+def _cli(args: list[str], env: dict[str, str], cpu: dict[str, Any] | None = None) -> float:
+    """Run one CLI command; its wall seconds. ``cpu``: filled with the CPU seconds the command and
+    the local servers took meanwhile (``cpuacct``), and how busy the machine was."""
+    window = CpuWindow()
+    for name, pid in server_pids().items():
+        window.watch(name, pid)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    window.start()
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", "from sessionlog.cli.main import app; app()", *args],
@@ -69,6 +79,14 @@ def _cli(args: list[str], env: dict[str, str]) -> float:
         check=False,
     )
     took = time.monotonic() - started
+    window.stop()
+    if cpu is not None:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        split = window.report()
+        command = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+        split["command_cpu_s"] = command
+        split["others_cpu_s"] = max(0.0, split["others_cpu_s"] - command)
+        cpu.update(split)
     if done.returncode != 0:
         raise RuntimeError(f"sessionlog {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
     print(f"  sessionlog {' '.join(args)}: {took:.1f}s  {done.stdout.strip()[-200:]}", flush=True)
@@ -89,8 +107,9 @@ def load_embedded(corpus: Path, probe: dict[str, Any], workdir: Path) -> dict[st
 
     path = workdir / "load.db"
     env = {"SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(path)}
+    index_cpu: dict[str, Any] = {}
     append_s = _cli(["append", str(corpus)], env)
-    index_s = _cli(["index", "--until-idle"], env)
+    index_s = _cli(["index", "--until-idle"], env, index_cpu)
     with SQLiteProvider(Scope.session(probe["session_id"]), path) as provider:
         found = _find(provider, probe)
     size = sum(Path(f"{path}{s}").stat().st_size for s in ("", "-wal") if Path(f"{path}{s}").exists())
@@ -100,6 +119,8 @@ def load_embedded(corpus: Path, probe: dict[str, Any], workdir: Path) -> dict[st
         "total_s": append_s + index_s,
         "found": found,
         "bytes": size,
+        "parts": sqlite_parts(path),
+        "index_cpu": index_cpu,
     }
 
 
@@ -127,7 +148,8 @@ def load_kafka_opensearch(
     out: dict[str, Any] = {"partitions": partitions}
     try:
         out["append_s"] = _cli(["append", str(corpus)], env)
-        out["index_s"] = _cli(["index", "--until-idle"], env)
+        out["index_cpu"] = {}
+        out["index_s"] = _cli(["index", "--until-idle"], env, out["index_cpu"])
         out["total_s"] = out["append_s"] + out["index_s"]
         with OpenSearchProvider(Scope.session(probe["session_id"]), opensearch) as provider:
             out["found"] = _find(provider, probe)
@@ -150,13 +172,20 @@ def load_kafka_opensearch(
 
 def load_pg(corpus: Path) -> dict[str, Any]:
     from tests.benchmarks.pg import PgCluster
-    from tests.benchmarks.sys_pgtrgm import PgTrgmTable
+    from tests.benchmarks.sys_pgtrgm import TABLE, PgTrgmTable
 
     with PgCluster() as cluster:
         table = PgTrgmTable(cluster)
         with corpus.open("rb") as lines:
             table.load(orjson.loads(line) for line in lines)
-        return {"total_s": table.load_seconds, "bytes": table.size_bytes(), "server": cluster.version}
+        with cluster.connect() as conn:
+            parts = pg_parts(conn, TABLE)
+        return {
+            "total_s": table.load_seconds,
+            "bytes": table.size_bytes(),
+            "parts": parts,
+            "server": cluster.version,
+        }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.benchmarks.size_parts import parts_table
 from tests.benchmarks.speed_table import BIG, big_rows, every_row, loadavg_text, md_table, size_table
 
 __all__ = ["BEGIN", "END", "headline_run", "latest_result", "render", "replace_section", "write_docs"]
@@ -89,6 +90,10 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
             ["path", "now", "peer / ceiling, same run", "ratio (now / peer)", "target", "status"], rows
         )
         lines.append("")
+        parts = parts_table(head["rows"].get("load") or {})
+        if parts:
+            lines += [f"#### Where the bytes are ({head['entries']:,} entries, after the load row)", ""]
+            lines += [*parts, ""]
     else:
         lines += ["#### 1M rows", ""]
         lines += md_table(["path", "now", "peer", "ratio", "target", "status"], big_rows(result))
@@ -105,7 +110,9 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "",
         "- **Appender**: `bench_append.run_sessionlog` (durable, fsync interval) and `run_confluent` (the "
         "byte-identical records, the same pydantic validation and encoding on the caller's thread), "
-        "min(entries, 100,000) events of ~300 B, 4 partitions; ev/s until every record is acknowledged.",
+        "min(entries, 100,000) events of ~300 B, 4 partitions; ev/s until every record is acknowledged; "
+        "and `run_kafka_python` (kafka-python alone with the appender's producer settings, pre-encoded "
+        "records, one callback each: the most any appender on kafka-python can reach).",
         "- **Indexer**: `bench_pipeline.throughput` (the corpus produced to a fresh topic, indexed end to "
         "end by the worker, vs the same documents through `parallel_bulk` with 2 threads); worker scaling "
         "when "

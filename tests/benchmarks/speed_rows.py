@@ -34,8 +34,9 @@ PG_LABEL = "pg_trgm word_similarity≥0.4"
 
 
 def append_row(events: int) -> dict[str, Any]:
-    """Durable appender (per process) vs confluent-kafka with the same validation, same records."""
-    from tests.benchmarks.bench_append import records, run_confluent, run_sessionlog
+    """Durable appender (per process) vs confluent-kafka with the same validation, same records;
+    and kafka-python alone (pre-encoded, no validation): the most any appender built on it gets."""
+    from tests.benchmarks.bench_append import records, run_confluent, run_kafka_python, run_sessionlog
 
     from sessionlog.ingest import KafkaSettings
 
@@ -43,7 +44,8 @@ def append_row(events: int) -> dict[str, Any]:
     data = records(events + 1, 20, 200)
     ours = run_sessionlog(kafka, data, durable=True, fsync="interval")
     peer = run_confluent(kafka, data, validate=True, linger_ms=5)
-    return {"events": events, "sessionlog": ours, "confluent_validated": peer}
+    client = run_kafka_python(kafka, data)
+    return {"events": events, "sessionlog": ours, "confluent_validated": peer, "kafka_python": client}
 
 
 def indexer_row(events: int, console: Console) -> dict[str, Any]:

@@ -119,6 +119,20 @@ def test_size_table_has_one_line_per_corpus_size() -> None:
     assert big[1] == "– / –" and big[5] == "– · 10.0 / 45.0 · 12.0 / 1,400.0"
 
 
+def test_the_size_rows_are_followed_by_where_the_bytes_are() -> None:
+    section = speed_report.render(_result())
+    assert "#### Where the bytes are (3,000 entries, after the load row)" in section
+    assert _row(section, "embedded: log")[2:] == ["3.0", "30 %", "0.75×"]
+    assert _row(section, "embedded: full text")[2:] == ["2.0", "20 %", "0.50×"]
+    assert _row(section, "embedded without the log")[2:] == ["7.0", "70 %", "1.75×"]
+    assert _row(section, "PostgreSQL: index trgm_entries_key_trgm")[3:] == ["38 %", "0.38×"]
+    assert "embedded: other" not in section and "embedded: wal" not in section  # empty, not parts
+
+    result = _result()
+    del result["runs"][0]["rows"]["load"]["pg"]  # an older result: no breakdown, no table
+    assert "Where the bytes are" not in speed_report.render(result)
+
+
 def test_only_the_marked_section_is_replaced(tmp_path: Path) -> None:
     docs = tmp_path / "benchmarks.md"
     docs.write_text(
@@ -164,7 +178,19 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
         "entries": 3000,
         "events": 3000,
         "embedded": {"append_s": 1.0, "index_s": 1.0, "seconds": 2.0, "bytes": 7340032, "found": True},
-        "kafka_opensearch": {"append_s": 4.0, "index_s": 4.0, "seconds": 8.0, "found": False},
+        "kafka_opensearch": {
+            "append_s": 4.0,
+            "index_s": 4.0,
+            "seconds": 8.0,
+            "found": False,
+            "index_cpu": {
+                "wall_s": 4.0,
+                "command_cpu_s": 1.5,
+                "opensearch_cpu_s": 5.5,
+                "kafka_cpu_s": 0.2,
+                "machine_busy_fraction": 0.95,
+            },
+        },
         "pg": {"seconds": 4.0, "bytes": 4194304},
     }
     rows["indexer"] = {
@@ -186,6 +212,8 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     section = speed_report.render(result)
     opensearch = _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")
     assert "probe entry **not found**" in opensearch[1] and opensearch[2].endswith("4.0 s")
+    cpu = "; index step CPU: `sessionlog index` 1.5 s, OpenSearch 5.5 s, Kafka 0.2 s in 4.0 s"
+    assert opensearch[1].endswith(cpu + " (machine 95% busy)")
     assert opensearch[3:] == ["2.00×", "≤ 3× PostgreSQL", "met"]
     assert _row(section, "on-disk size, 3,000 entries (embedded")[3:4] == ["1.75×"]
     # no OpenSearch size from the load row: the search row's index of the same documents
@@ -199,3 +227,44 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     ]
     assert scaling[5] == "met"
     assert "- **Load path in this run**: bench_load (the CLI)." in section
+
+
+def test_the_appender_row_shows_what_kafka_python_alone_reaches() -> None:
+    result = _result()
+    append = result["runs"][0]["rows"]["append"]
+    append["sessionlog"] = {"sustained_eps": 9000.0, "p99_us": 800.0, "cpu_us_per_event": 110.0}
+    append["confluent_validated"] = {"sustained_eps": 80000.0, "p99_us": 60.0, "cpu_us_per_event": 13.0}
+    append["kafka_python"] = {"sustained_eps": 30000.0, "p99_us": 200.0, "cpu_us_per_event": 27.0}
+    row = _row(speed_report.render(result), "appender, durable")
+    assert (
+        "kafka-python alone (pre-encoded, no validation): 30,000 ev/s, 27.0 µs CPU/ev = 0.38× the peer"
+        in row[2]
+    )
+    assert row[5] == (
+        "**not met** (9,000 ev/s < 20,000; ratio 0.11× < 0.8×); kafka-python itself stops at 0.38× the peer"
+    )
+
+
+def test_worker_scaling_on_a_saturated_machine_is_reported_not_judged() -> None:
+    result = _result()
+    one = {"machine_busy_fraction": 0.9, "opensearch_cpu_s": 54.3, "kafka_cpu_s": 0.7, "workers_cpu_s": 15.6}
+    scaling = {
+        "measured": True,
+        "partitions": 4,
+        "one_worker_events_per_s": 6900.0,
+        "two_workers_events_per_s": 7174.0,
+        "speedup": 1.04,
+        "runs": [{"workers": 1, "cpu": one}, {"workers": 2, "cpu": {"machine_busy_fraction": 0.96}}],
+    }
+    result["runs"][0]["rows"]["indexer"] = {
+        "indexer_events_per_s": 7000.0,
+        "raw_events_per_s": 9000.0,
+        "ratio": 0.78,
+        "scaling": scaling,
+    }
+    status = _row(speed_report.render(result), "indexer, 2 vs 1 worker")[5]
+    assert status.startswith("cores saturated (1.04×): one worker already kept the machine 90% busy")
+    assert "Kafka and OpenSearch took 55 of its 71 CPU s" in status
+
+    one["machine_busy_fraction"] = 0.6  # a core was free: the target is judged
+    assert _row(speed_report.render(result), "indexer, 2 vs 1 worker")[5] == "**not met** (1.04× < 1.6×)"

@@ -1,0 +1,78 @@
+"""Cells of issue 15's speed table: numbers, ratios and statuses as Markdown text (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "MET",
+    "NOT_MET",
+    "Row",
+    "fmt_mib",
+    "fmt_ms",
+    "fmt_num",
+    "fmt_x",
+    "loadavg_text",
+    "md_table",
+    "missing_reason",
+    "ratio_of",
+    "status_of",
+]
+
+MET, NOT_MET = "met", "**not met**"
+
+
+def fmt_num(value: float | None, unit: str = "", digits: int = 0) -> str:
+    if value is None or value != value:
+        return "–"
+    if digits == 0 and abs(value) < 10:
+        digits = 1
+    return f"{value:,.{digits}f}{unit}"
+
+
+def fmt_ms(value: float | None) -> str:
+    if value is None or value != value:
+        return "–"
+    return f"{value:.1f} ms" if value < 100 else f"{value:,.0f} ms"
+
+
+def fmt_mib(n: float | None) -> str:
+    return "–" if n is None else f"{n / 2**20:,.1f} MiB"
+
+
+def ratio_of(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or not b or a != a or b != b:
+        return None
+    return a / b
+
+
+def fmt_x(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def loadavg_text(values: list[float] | None) -> str:
+    return "–" if not values else " / ".join(f"{v:.1f}" for v in values)
+
+
+def status_of(checks: list[tuple[bool | None, str]]) -> str:
+    """``met`` when every check holds; otherwise which ones failed (unknown ones count as failed)."""
+    failed = [label for ok, label in checks if not ok]
+    return MET if not failed else f"{NOT_MET} ({'; '.join(failed)})"
+
+
+def missing_reason(row: dict[str, Any] | None, name: str) -> str | None:
+    """Why a row has no numbers (not run, or failed), or ``None`` when it has them."""
+    if row is None:
+        return f"not measured ({name} not run at this size)"
+    if "error" in row:
+        return f"not measured: {row['error']}"
+    return None
+
+
+Row = list[str]
+
+
+def md_table(header: list[str], rows: list[Row]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return out
