@@ -7,6 +7,9 @@ import errno
 import logging
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,6 +106,47 @@ def test_a_crash_before_the_first_record_or_the_magic_leaves_nothing_behind(
     with Spool(tmp_path) as spool:
         assert spool.recovery.records == 0 and spool.recovery.quarantined == ()
         assert _segments(tmp_path) == []
+    assert _spool_warnings(caplog) == []
+
+
+_APPEND_AND_WAIT = """
+import sys
+from sessionlog.ingest.spool import Spool
+spool = Spool(sys.argv[1], segment_bytes=int(sys.argv[2]), fsync="never")
+for i in range(int(sys.argv[3])):
+    spool.append(b"s-%d" % (i % 3), i, b'{"n":%d}' % i)
+print("appended", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_kill_9_of_the_owner_loses_no_record_and_recovery_cuts_the_tail_silently(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    n = 2_000  # about 60 KiB: a sealed segment and a mapped active one
+    child = subprocess.Popen(
+        [sys.executable, "-c", _APPEND_AND_WAIT, str(tmp_path), str(SEGMENT // 2), str(n)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "appended\n"
+        *_, active = _segments(tmp_path)
+        assert active.stat().st_size == SEGMENT // 2  # preallocated, still mapped by the child
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.communicate()
+    caplog.set_level(logging.DEBUG, logger="sessionlog")
+    with Spool(tmp_path) as spool:
+        assert spool.recovery.records == n and spool.recovery.truncated_segments == ()
+        got = spool.read(0, 10_000, 10**9)
+        assert [(r.key, r.seq, r.value) for r in got] == [
+            (b"s-%d" % (i % 3), i, b'{"n":%d}' % i) for i in range(n)
+        ]
+        for path in _segments(tmp_path):
+            assert scan_segment(path.read_bytes())[2] == path.stat().st_size
+        spool.ack_many(range(n))
     assert _spool_warnings(caplog) == []
 
 
