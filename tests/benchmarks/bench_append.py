@@ -5,6 +5,8 @@ Run on demand against the local broker (never collected by pytest)::
 
     python -m tests.benchmarks.bench_append                 # defaults: 50,000 events, ~300 B each
     python -m tests.benchmarks.bench_append --events 20000 --tune   # also sweep linger/batch
+    python -m tests.benchmarks.bench_append --events 40000 --quick --memory --spool-write
+        # the durable default with the spool mapped and written by write(2), and memory mode
 
 For each configuration: p50/p99/p99.9/max of ``append()`` on the caller's thread (validation,
 encoding, spool write and hand-off included), and events/s from the first append until every
@@ -17,6 +19,7 @@ Results go to tests/benchmarks/results/append-<time>.json and a Markdown table t
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import platform
 import statistics
@@ -85,6 +88,7 @@ def percentiles(samples_ns: list[int]) -> dict[str, float]:
 
     return {
         "p50_us": at(0.50),
+        "p95_us": at(0.95),
         "p99_us": at(0.99),
         "p999_us": at(0.999),
         "max_us": ordered[-1] / 1000.0,
@@ -106,11 +110,32 @@ def topic(kafka: KafkaSettings) -> Iterator[KafkaSettings]:
             admin.close()
 
 
+@contextmanager
+def spool_io(mode: str) -> Iterator[None]:
+    """``write``: the spool appends with ``write(2)`` (its fallback where a filesystem cannot
+    preallocate, and how every segment was written before it was memory-mapped)."""
+    if mode != "write":
+        yield
+        return
+    from sessionlog.ingest import spool_map  # here: the script also measures trees without it
+
+    def unsupported(fd: int, capacity: int) -> None:
+        raise OSError(errno.EOPNOTSUPP, "benchmark: the spool writes with write(2)")
+
+    real = spool_map._preallocate
+    spool_map._preallocate = unsupported
+    try:
+        yield
+    finally:
+        spool_map._preallocate = real
+
+
 def run_sessionlog(
-    kafka: KafkaSettings, data: list[dict[str, Any]], *, batch: int = 0, **options: Any
+    kafka: KafkaSettings, data: list[dict[str, Any]], *, batch: int = 0, io: str = "mapped", **options: Any
 ) -> dict[str, Any]:
-    """``batch`` > 0: ``append_many`` of that many records per call (latency is per call)."""
-    with topic(kafka) as settings, tempfile.TemporaryDirectory() as spool:
+    """``batch`` > 0: ``append_many`` of that many records per call (latency is per call);
+    ``io``: how the spool writes its segments (``mapped``, the default, or ``write``)."""
+    with topic(kafka) as settings, tempfile.TemporaryDirectory() as spool, spool_io(io):
         opts = AppenderSettings(spool_dir=Path(spool), **options)
         with Appender(settings, opts) as appender:
             appender.append(data[0])  # connect outside the measurement
@@ -138,7 +163,11 @@ def run_sessionlog(
     n = len(data) - 1
     return {
         "system": "sessionlog" if not batch else "sessionlog append_many",
-        "options": {**options, **({"batch": batch} if batch else {})},
+        "options": {
+            **options,
+            **({"batch": batch} if batch else {}),
+            **({"io": io} if io != "mapped" else {}),
+        },
         "events": n,
         **percentiles(lat),
         "append_eps": n / ((appended - started) / 1e9),
@@ -260,14 +289,15 @@ def run_confluent(
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| system | options | p50 µs | p99 µs | p99.9 µs | max ms | append ev/s | sustained ev/s "
-        "| CPU µs/ev |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| system | options | p50 µs | p95 µs | p99 µs | p99.9 µs | max ms | append ev/s "
+        "| sustained ev/s | CPU µs/ev |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
         lines.append(
-            f"| {r['system']} | {opts} | {r['p50_us']:.1f} | {r['p99_us']:.1f} | {r['p999_us']:.1f} | "
+            f"| {r['system']} | {opts} | {r['p50_us']:.1f} | {r['p95_us']:.1f} | {r['p99_us']:.1f} | "
+            f"{r['p999_us']:.1f} | "
             f"{r['max_us'] / 1000:.1f} | {r['append_eps']:,.0f} | {r['sustained_eps']:,.0f} | "
             f"{r['cpu_us_per_event']:.1f} |"
         )
@@ -285,6 +315,14 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="only the durable default, append_many and the validating peer"
     )
+    parser.add_argument(
+        "--memory", action="store_true", help="with --quick: also the memory mode (durable=False)"
+    )
+    parser.add_argument(
+        "--spool-write",
+        action="store_true",
+        help="also the durable default with the spool written by write(2) instead of a mapping",
+    )
     args = parser.parse_args()
     kafka = KafkaSettings()
     data = records(args.events + 1, args.sessions, args.text_bytes)
@@ -295,6 +333,10 @@ def main() -> None:
     ]
     if not args.quick:
         configs += [{"durable": False}, {"durable": True, "fsync": "always"}]
+    elif args.memory:
+        configs.append({"durable": False})
+    if args.spool_write:
+        configs.insert(1, {"durable": True, "fsync": "interval", "io": "write"})
     if args.tune:
         configs += [
             {"durable": True, "linger_ms": linger, "batch_size": batch}

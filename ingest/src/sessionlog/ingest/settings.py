@@ -141,7 +141,12 @@ class AppenderSettings(BaseSettings):
         default=1024**3, ge=1024 * 1024, description="Size cap of one spool slot (SpoolFull)."
     )
     segment_bytes: int = Field(
-        default=8 * 1024**2, ge=64 * 1024, description="Spool segment size before rolling over."
+        default=8 * 1024**2,
+        ge=64 * 1024,
+        description=(
+            "Spool segment size before rolling over; the active segment takes this much disk "
+            "from its first record on (preallocated)."
+        ),
     )
     spool_slots: int = Field(
         default=256, ge=1, le=100_000, description="Slots (live processes) under one spool root."

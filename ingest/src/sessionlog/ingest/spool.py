@@ -12,9 +12,16 @@ A segment starts with the 8 magic bytes ``SLSPOOL1`` followed by frames::
     u32 length | u32 zlib.crc32(payload) | payload
     payload = i64 seq (-1 for a header record) | u16 key length | key (session id, UTF-8) | value
 
+The active segment (the one appends go to) is preallocated to ``segment_bytes`` and memory-mapped:
+an append copies its frame into the page cache without a system call, so the appending thread
+keeps the GIL (``spool_map`` says why). Sealing it (rolling over) or closing the spool cuts the file
+to the bytes written; the size cap counts only those.
+
 Records get consecutive record ids inside a segment. On open every segment is scanned: a frame
 that is cut short, longer than possible or fails its CRC ends the segment, and the file is
-truncated there (a *torn tail* from a crash in the middle of a write). Acknowledged records are
+truncated there (a *torn tail* from a crash in the middle of a write, logged as a warning). The
+zeros after the last frame of a segment that was active when its process died are its
+preallocated, never written end: cut off without a warning. Acknowledged records are
 tracked in memory; a sealed segment whose records are all acknowledged is deleted.
 
 The spool is thread-safe; it never imports the network side. The format is in ``spool_format``,
@@ -27,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -40,6 +48,7 @@ from sessionlog.ingest.spool_disk import (
     Segment,
     acquire_lock,
     recover,
+    release_map,
 )
 from sessionlog.ingest.spool_format import (
     MAGIC,
@@ -48,6 +57,7 @@ from sessionlog.ingest.spool_format import (
     encode_frame,
     encode_frames,
 )
+from sessionlog.ingest.spool_map import create_segment
 from sessionlog.ingest.spool_read import REJECTED_NAME
 from sessionlog.ingest.spool_sync import SyncingSpool
 
@@ -86,6 +96,7 @@ class Spool(SyncingSpool):
         self._sealed_unsynced: list[int] = []
         self._dir_dirty = False
         self._closed = False
+        self._mapped = True  # until the filesystem refuses to preallocate a segment
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -178,10 +189,10 @@ class Spool(SyncingSpool):
             return rid
 
     def append_many(self, entries: Sequence[tuple[bytes, int | None, bytes, int]]) -> int:
-        """Write (key, seq, value, ticket) records in order with one ``write(2)`` per segment they
-        land in (and one fsync decision); return the rid of the first. Raises :class:`SpoolFull`
-        with nothing written when they would pass the cap; after a write error midway the records
-        before it are written (``next_rid`` tells how many)."""
+        """Write (key, seq, value, ticket) records in order with one copy (or ``write(2)``) per
+        segment they land in (and one fsync decision); return the rid of the first. Raises
+        :class:`SpoolFull` with nothing written when they would pass the cap; after a write error
+        midway the records before it are written (``next_rid`` tells how many)."""
         frames = encode_frames([(key, seq, value) for key, seq, value, _ in entries])
         total = sum(map(len, frames))
         with self._lock:
@@ -234,7 +245,10 @@ class Spool(SyncingSpool):
 
     def _writable(self, nbytes: int) -> Segment:
         active = self._active
-        if active is not None and active.count and active.size + nbytes > self.segment_bytes:
+        if active is not None and (
+            (active.count and active.size + nbytes > self.segment_bytes)
+            or active.size + nbytes > active.capacity
+        ):
             self._seal_locked(active)
             active = None
         if self._bytes + nbytes + (0 if active else len(MAGIC)) > self.max_bytes:
@@ -243,18 +257,24 @@ class Spool(SyncingSpool):
             if self._bytes + nbytes + (0 if active else len(MAGIC)) > self.max_bytes:
                 raise self._full(nbytes)
         if active is None:
-            active = self._new_segment()
+            active = self._new_segment(nbytes)
         return active
 
-    def _new_segment(self) -> Segment:
+    def _new_segment(self, nbytes: int) -> Segment:
+        """The next active segment, with room for at least ``nbytes`` of frames (one record may be
+        larger than ``segment_bytes``)."""
         rid = self._next_rid
         path = self.directory / f"{rid:020d}{SUFFIX}"
+        capacity = max(self.segment_bytes, len(MAGIC) + nbytes)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            fd, mapping = create_segment(path, capacity, mapped=self._mapped)
         except OSError as err:
             raise self._write_error(err) from err
+        self._mapped = mapping is not None  # a filesystem that refused once is not asked again
         seg = Segment(rid, path, sealed=False)
         seg.fd = fd
+        seg.map = mapping
+        seg.capacity = capacity if mapping is not None else sys.maxsize
         try:
             self._write(seg, MAGIC)
         except SpoolError:
@@ -268,6 +288,9 @@ class Spool(SyncingSpool):
         return seg
 
     def _write(self, seg: Segment, data: bytes) -> None:
+        if seg.map is not None:  # _writable made room: a copy into the page cache, GIL held
+            seg.map[seg.size : seg.size + len(data)] = data
+            return
         assert seg.fd is not None
         view = memoryview(data)
         written = 0
@@ -348,6 +371,7 @@ class Spool(SyncingSpool):
                 os.close(fd)
         self._sealed_unsynced = []
         for seg in self._segments:
+            release_map(seg, truncate=False)  # the parent still writes it
             if seg.fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(seg.fd)

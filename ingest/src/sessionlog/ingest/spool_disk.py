@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import logging
+import mmap
 import os
 from array import array
 from dataclasses import dataclass, field
@@ -13,9 +14,18 @@ from typing import Final
 
 from sessionlog.ingest.errors import SpoolError, SpoolLocked
 from sessionlog.ingest.settings import FsyncPolicy
-from sessionlog.ingest.spool_format import MAGIC, Recovery, scan_segment
+from sessionlog.ingest.spool_format import FRAME, MAGIC, Recovery, scan_segment
 
-__all__ = ["LOCK_NAME", "SUFFIX", "RecoveredSpool", "Segment", "acquire_lock", "fsync_dir", "recover"]
+__all__ = [
+    "LOCK_NAME",
+    "SUFFIX",
+    "RecoveredSpool",
+    "Segment",
+    "acquire_lock",
+    "fsync_dir",
+    "recover",
+    "release_map",
+]
 
 log = logging.getLogger("sessionlog.ingest.spool")
 
@@ -24,14 +34,20 @@ LOCK_NAME: Final = "LOCK"
 
 
 class Segment:
-    """One segment file: where its records start, their tickets and acknowledgements."""
+    """One segment file: where its records start, their tickets and acknowledgements.
+
+    The active segment of a spool that preallocates is memory-mapped (``map``) over ``capacity``
+    bytes; ``size`` is how many of them were written. Every other segment has ``map`` None and a
+    file exactly ``size`` bytes long."""
 
     __slots__ = (
         "acked",
         "acked_count",
+        "capacity",
         "fd",
         "first_rid",
         "low",
+        "map",
         "offsets",
         "path",
         "sealed",
@@ -43,6 +59,8 @@ class Segment:
         self.first_rid = first_rid
         self.path = path
         self.fd: int | None = None
+        self.map: mmap.mmap | None = None
+        self.capacity = 0
         self.size = 0
         self.offsets = array("q")
         self.tickets = array("q")
@@ -62,6 +80,32 @@ class Segment:
     @property
     def done(self) -> bool:
         return self.acked_count == len(self.offsets)
+
+
+def release_map(seg: Segment, *, truncate: bool = True) -> None:
+    """Unmap a mapped segment and cut its file to the bytes written (``truncate``; not in a forked
+    child, whose parent still writes it). A failed truncation only leaves a zero tail, which
+    recovery removes, so it is logged rather than raised."""
+    if seg.map is None:
+        return
+    seg.map.close()
+    seg.map = None
+    if truncate and seg.fd is not None:
+        try:
+            os.ftruncate(seg.fd, seg.size)
+        except OSError as err:
+            log.warning(
+                "spool %s: cannot cut %s to %d bytes: %s", seg.path.parent, seg.path.name, seg.size, err
+            )
+    seg.capacity = seg.size
+
+
+def _unwritten(data: bytes, start: int) -> bool:
+    """Whether ``data[start:]`` is the preallocated, never written end of a segment: zeros, at
+    least a frame head long. A real frame's head is never 8 zero bytes (its length is at least the
+    payload head), so this is no torn write; fewer zeros may be the start of a torn head."""
+    tail = len(data) - start
+    return tail >= FRAME.size and data.count(0, start) == tail
 
 
 def fsync_dir(directory: Path) -> None:
@@ -131,9 +175,11 @@ def recover(directory: Path, fsync: FsyncPolicy) -> RecoveredSpool:
         first = int(path.stem)
         data = path.read_bytes()
         if not data.startswith(MAGIC):
-            if MAGIC.startswith(data):  # crashed while creating the segment: nothing in it
+            # crashed while creating the segment (a preallocated one may be zeros): nothing in it
+            head = data.rstrip(b"\0")
+            if MAGIC.startswith(head):
                 path.unlink()
-                truncated += len(data)
+                truncated += len(head)
                 continue
             target = path.with_name(path.name + ".damaged")
             path.rename(target)
@@ -141,7 +187,12 @@ def recover(directory: Path, fsync: FsyncPolicy) -> RecoveredSpool:
             log.error("spool %s: %s is not a spool segment; moved it to %s", directory, path.name, target)
             continue
         offsets, keys, valid = scan_segment(data)
-        if valid < len(data):
+        if valid < len(data) and _unwritten(data, valid):
+            # the preallocated, never written end of the segment that was active: not damage
+            log.debug("spool %s: %s ends in %d unwritten bytes", directory, path.name, len(data) - valid)
+            if offsets:
+                _cut(path, valid, fsync)
+        elif valid < len(data):
             truncated += len(data) - valid
             torn.append(path.name)
             log.warning(
@@ -151,10 +202,7 @@ def recover(directory: Path, fsync: FsyncPolicy) -> RecoveredSpool:
                 valid,
                 len(data) - valid,
             )
-            with open(path, "r+b") as torn_file:
-                torn_file.truncate(valid)
-                if fsync != "never":
-                    os.fsync(torn_file.fileno())
+            _cut(path, valid, fsync)
         if not offsets:
             path.unlink()
             continue
@@ -176,3 +224,10 @@ def recover(directory: Path, fsync: FsyncPolicy) -> RecoveredSpool:
         fsync_dir(directory)
     found.recovery = Recovery(len(segments), records, truncated, tuple(torn), tuple(quarantined))
     return found
+
+
+def _cut(path: Path, size: int, fsync: FsyncPolicy) -> None:
+    with open(path, "r+b") as file:
+        file.truncate(size)
+        if fsync != "never":
+            os.fsync(file.fileno())

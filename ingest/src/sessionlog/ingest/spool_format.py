@@ -90,7 +90,8 @@ def decode_payload(payload: bytes) -> tuple[bytes, int | None, bytes] | None:
 
 
 def scan_segment(data: bytes) -> tuple[list[int], list[tuple[bytes, int | None]], int]:
-    """Offsets and (key, seq) of the valid frames of a segment, and where the valid part ends."""
+    """Offsets and (key, seq) of the valid frames of a segment, and where the valid part ends
+    (the first frame that is cut short, impossible or fails its CRC ends it)."""
     offsets: list[int] = []
     keys: list[tuple[bytes, int | None]] = []
     pos = len(MAGIC)
@@ -98,7 +99,9 @@ def scan_segment(data: bytes) -> tuple[list[int], list[tuple[bytes, int | None]]
     while end - pos >= FRAME.size:
         length, crc = FRAME.unpack_from(data, pos)
         start = pos + FRAME.size
-        if length > MAX_PAYLOAD or start + length > end:
+        # a frame shorter than its head is never valid: the zeros after the last frame of a
+        # preallocated segment (length 0, CRC 0, and crc32(b"") == 0) end the scan here
+        if length < HEAD.size or length > MAX_PAYLOAD or start + length > end:
             break
         payload = data[start : start + length]
         if zlib.crc32(payload) != crc:

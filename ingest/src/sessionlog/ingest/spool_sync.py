@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from sessionlog.ingest.settings import FsyncPolicy
-from sessionlog.ingest.spool_disk import Segment, fsync_dir, log
+from sessionlog.ingest.spool_disk import Segment, fsync_dir, log, release_map
 from sessionlog.ingest.spool_read import SegmentReader
 
 __all__ = ["SyncingSpool"]
@@ -29,6 +29,7 @@ class SyncingSpool(SegmentReader):
     _closed: bool
 
     def _seal_locked(self, seg: Segment) -> None:
+        release_map(seg)  # cut to the bytes written before the sync, which then covers the size
         if seg.fd is not None and self._dirty and self._active is seg:
             if self.fsync == "always":
                 os.fdatasync(seg.fd)
