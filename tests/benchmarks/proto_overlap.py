@@ -2,9 +2,10 @@
 with its SQLite writes? On demand, never collected by pytest.
 
     python -m tests.benchmarks.proto_overlap APPENDED.db [--rounds 2] [--modes today,serial,overlap]
+        [--check MODES | --no-check] [--workdir DIR]
 
 ``APPENDED.db`` is a file ``sessionlog append`` filled and nothing indexed yet (copied for every run,
-never changed). Each round projects a fresh copy three ways, each in its own process under
+never changed). Each round projects a fresh copy once per mode, each in its own process under
 ``nice -n 19``, the order rotating from round to round:
 
 * ``today``: ``sessionlog index --until-idle`` (the product);
@@ -12,11 +13,17 @@ never changed). Each round projects a fresh copy three ways, each in its own pro
   table (``INSERT … SELECT … FROM json_each(?)``), rows built in Python and passed as one JSON text;
 * ``overlap``: ``serial`` with the SQL of batch N on a writer thread (its own connection,
   ``BEGIN IMMEDIATE … COMMIT`` per batch, position included) while the main thread reads (its own
-  connection), decodes, projects batch N+1 and builds its rows.
+  connection), decodes, projects batch N+1 and builds its rows;
+* ``overlap-Nms`` (e.g. ``overlap-1ms``): ``overlap`` with Python's switch interval set to N ms
+  (the writer takes the GIL back about 26 times per batch, each wait up to one interval);
+* ``overlap-process``: the writes in a spawned process instead of a thread
+  (:mod:`tests.benchmarks.proto_overlap_process`).
 
-Printed per run: wall, process CPU (user + sys), the load average before and after, and for the
-prototypes the CPU of the Python side and of the writes (thread CPU). The first round's three files
-are then compared table by table (:mod:`tests.benchmarks.proto_overlap_check`).
+Printed per run: wall, process CPU (user + sys, children included), the load average before and
+after, and for the prototypes the thread CPU of the Python side, of the writes and of each part,
+how long each side waited for the other, and the WAL's size. The first round's files are then
+compared with ``today``'s table by table (:mod:`tests.benchmarks.proto_overlap_check`; ``--check``
+limits it to some modes, ``--no-check`` skips it).
 
 The prototype assumes the load row's case only: an empty projection, one indexer, every log row a
 valid record, every event a fresh create (no replays, conflicts or dead letters); it stops on
