@@ -15,7 +15,8 @@ never changed). Each round projects a fresh copy once per mode, each in its own 
   ``BEGIN IMMEDIATE … COMMIT`` per batch, position included) while the main thread reads (its own
   connection), decodes, projects batch N+1 and builds its rows;
 * ``overlap-Nms`` (e.g. ``overlap-1ms``): ``overlap`` with Python's switch interval set to N ms
-  (the writer takes the GIL back about 26 times per batch, each wait up to one interval);
+  (after each of its 13 statements per batch the writer must take the GIL back from the main
+  thread, which hands it over when its interval runs out);
 * ``overlap-process``: the writes in a spawned process instead of a thread
   (:mod:`tests.benchmarks.proto_overlap_process`).
 
