@@ -56,6 +56,17 @@ def _crash_copy(source: Path, target: Path) -> None:
         shutil.copyfile(path, target / path.name)
 
 
+def _crashed(tmp_path: Path, records: int) -> tuple[bytes, Path]:
+    """A spool of ``records`` frames as a crash would leave it in ``tmp_path/crashed``: the frames
+    written, and its one (preallocated, not cut) segment file."""
+    live = Spool(tmp_path / "live", segment_bytes=SEGMENT, fsync="never")
+    written = _write(live, records)
+    _crash_copy(tmp_path / "live", tmp_path / "crashed")
+    live.close()
+    [segment] = _segments(tmp_path / "crashed")
+    return written, segment
+
+
 def test_the_active_segment_is_preallocated_and_cut_to_its_records_on_close(tmp_path: Path) -> None:
     spool = Spool(tmp_path, segment_bytes=SEGMENT, fsync="never")
     written = _write(spool, 40)
@@ -79,11 +90,7 @@ def test_the_active_segment_is_preallocated_and_cut_to_its_records_on_close(tmp_
 def test_a_crash_leaves_a_zero_tail_that_recovery_cuts_without_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    live = Spool(tmp_path / "live", segment_bytes=SEGMENT, fsync="never")
-    written = _write(live, 30)
-    _crash_copy(tmp_path / "live", tmp_path / "crashed")
-    live.close()
-    [segment] = _segments(tmp_path / "crashed")
+    written, segment = _crashed(tmp_path, 30)
     assert segment.stat().st_size == SEGMENT
     caplog.set_level(logging.DEBUG, logger="sessionlog")
     with Spool(tmp_path / "crashed") as spool:
@@ -154,11 +161,7 @@ def test_kill_9_of_the_owner_loses_no_record_and_recovery_cuts_the_tail_silently
 def test_a_torn_frame_before_the_zero_tail_is_still_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, cut: int
 ) -> None:
-    live = Spool(tmp_path / "live", segment_bytes=SEGMENT, fsync="never")
-    written = _write(live, 10)
-    _crash_copy(tmp_path / "live", tmp_path / "crashed")
-    live.close()
-    [segment] = _segments(tmp_path / "crashed")
+    written, segment = _crashed(tmp_path, 10)
     with open(segment, "r+b") as file:  # died in the middle of copying the next frame
         file.seek(len(MAGIC) + len(written))
         file.write(encode_frame(b"s-1", 10, b'{"n":10}')[:cut])
