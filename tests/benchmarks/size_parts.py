@@ -51,6 +51,14 @@ PARTS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
 )
 
 
+#: What the parts outside ``PARTS`` hold.
+_OTHER_PARTS: Final = {
+    "other": "indexer positions, dead letters, the schema",
+    "free pages": "pages freed and not reused yet",
+    "wal": "the write-ahead log, not checkpointed yet",
+}
+
+
 def _part_of(btree: str) -> str:
     for name, _, patterns in PARTS:
         for pattern in patterns:
@@ -102,13 +110,13 @@ def parts_table(load: dict[str, Any]) -> list[str]:
         return []
     peer_total = sum(peer.values()) or 1
     ours_total = sum(ours.values()) or 1
-    held = {name: what for name, what, _ in PARTS}
+    held = {name: what for name, what, _ in PARTS} | _OTHER_PARTS
     lines = [
         "| part | what it holds | MiB | share | × pg_trgm's table + indexes |",
         "| --- | --- | --- | --- | --- |",
     ]
     for name, size in ours.items():
-        if not size and name not in held:
+        if not size and name in _OTHER_PARTS:
             continue
         lines.append(
             f"| embedded: {name} | {held.get(name, '')} | {size / 2**20:.1f} | "
