@@ -122,7 +122,8 @@ def _scaling_status(speedup: float | None, runs: list[dict[str, Any]]) -> str:
     busy (the target holds where the cores allow), with what the servers took; else not met."""
     if speedup is not None and speedup >= 1.6:
         return MET
-    cpu = (runs[0].get("cpu") or {}) if runs else {}
+    one = next((r for r in runs if r.get("workers") == 1), {})
+    cpu = one.get("cpu") or {}
     busy = cpu.get("machine_busy_fraction")
     if speedup is None or busy is None or busy < SATURATED:
         return status_of([(False, f"{fmt_x(speedup)} < 1.6×")])
