@@ -77,3 +77,14 @@ def test_a_ca_file_is_checked_each_time(monkeypatch: pytest.MonkeyPatch, tmp_pat
     ca.unlink()
     with pytest.raises(SessionQueryError):
         OpenSearchProvider(Scope.session("s1"), index_prefix="memo5")
+
+
+def test_a_client_from_the_settings_keeps_a_connection_for_each_concurrent_thread() -> None:
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(**OpenSearchSettings().client_kwargs())
+    try:
+        connection = client.transport.connection_pool.connections[0]
+        assert connection.pool.pool.maxsize == 8  # urllib3's default of 1 reconnects under concurrency
+    finally:
+        client.close()

@@ -87,6 +87,9 @@ class MemorySource:
         #: Polls (counted from 1) during which the group rebalances: the revoke hook runs, then
         #: every partition is handed back from its committed offset (Kafka's eager protocol).
         self.rebalance_at: set[int] = set()
+        #: kafka-python 3 hands a partition back to the same member at its fetch position, not at
+        #: its committed offset: only a rewind by the runner reads the forgotten records again.
+        self.rebalance_keeps_positions = False
         self.polls = 0
 
     @property
@@ -102,7 +105,8 @@ class MemorySource:
         if self.polls in self.rebalance_at:
             if self.before_revoke is not None:
                 self.before_revoke()
-            self.position = dict(self.committed)
+            if not self.rebalance_keeps_positions:
+                self.position = dict(self.committed)
             self.changed = True
         entries: list[Entry | InvalidEntry] = []
         for p, records in self.partitions.items():
@@ -238,10 +242,12 @@ def _run(
     lose_commit: bool = False,
     pipeline: bool = False,
     rebalance_at: frozenset[int] = frozenset(),
+    rebalance_keeps_positions: bool = False,
 ) -> tuple[Runner, MemorySource]:
     source = MemorySource(faults, _records())
     source.lose_next_commit = lose_commit
     source.rebalance_at = set(rebalance_at)
+    source.rebalance_keeps_positions = rebalance_keeps_positions
     view = FaultyView(faults, SQLiteView(tmp_path / "view.db"))
     runner = Runner(
         source,
@@ -334,6 +340,21 @@ def test_a_rebalance_during_a_poll_finishes_the_write_in_flight_first(tmp_path: 
     _assert_exact(tmp_path, runner)
     if pipeline:  # the batches in flight were written, left uncommitted and projected again
         assert source.before_revoke is not None and runner.stats.replays > 1
+
+
+def test_a_rebalance_that_hands_the_same_partitions_back_reads_the_forgotten_batches_again(
+    tmp_path: Path,
+) -> None:
+    """kafka-python 3 keeps the fetch position of a partition handed back to the same member: the
+    batches forgotten at the revoke are read again because the runner rewinds, so their commits
+    and dead letters still come (``_assert_exact`` checks both dead-letter classes)."""
+    faults = Faults()
+    runner, source = _run(
+        tmp_path, faults, pipeline=True, rebalance_at=frozenset({3, 4, 7}), rebalance_keeps_positions=True
+    )
+    assert source.caught_up()
+    _assert_exact(tmp_path, runner)
+    assert runner.stats.replays > 1  # the forgotten batches were written, then read and written again
 
 
 def test_a_pipelined_runner_overlaps_the_next_projection_with_the_write(tmp_path: Path) -> None:

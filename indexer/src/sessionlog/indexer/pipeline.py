@@ -15,7 +15,8 @@ The contract is the serial one:
   always a prefix of what was projected;
 - a batch that fails takes every later batch in flight (and the records polled after them) with
   it: all of them are waited for, forgotten and polled again from the earliest first offset;
-- before partitions are revoked, every batch in flight finishes and is left uncommitted.
+- before partitions are revoked, every batch in flight finishes and is left uncommitted, and the
+  source is rewound to its first offsets.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from sessionlog.indexer.batch import BatchProcessor, PreparedBatch
-from sessionlog.indexer.errors import ViewUnavailable
+from sessionlog.indexer.errors import IndexerError, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics
 from sessionlog.indexer.ports import (
     Entry,
@@ -233,10 +234,19 @@ class PipelinedSteps:
         network thread, where no blocking Kafka call is allowed). Waits until every write in flight
         has finished, so the partitions' next owner restores states from a view this worker no
         longer writes to, then forgets those batches uncommitted: the next owner (maybe this worker)
-        projects them again from the committed offsets, as replays."""
+        projects them again from the committed offsets, as replays.
+
+        The source is rewound to the forgotten batches' first offsets as well: kafka-python (3.x)
+        keeps the fetch position of a partition handed back to the same member, so without the
+        rewind this worker would go on after them, and the commits, dead letters and the group's
+        "caught up" of those records would never come."""
         if not self._inflight:
             return
-        self._forget_inflight()
+        first = self._forget_inflight()
         self.processor.forget_states()
         self.view.settle(False)
-        log.info("rebalance: the batches in flight are left uncommitted for the partitions' next owner")
+        try:
+            self.source.rewind(first)  # local on Kafka (a seek): allowed inside the poll
+        except IndexerError as err:  # a partition the group takes away is read from its commit
+            log.warning("rewind before the rebalance failed: %s", err)
+        log.info("rebalance: the batches in flight are left uncommitted and will be read again")

@@ -62,6 +62,10 @@ class OpenSearchSettings(BaseSettings):
             "retry_on_timeout": False,
             "http_compress": self.http_compress,
             "verify_certs": self.verify_certs,
+            # One client serves several threads (the indexer's write lanes and watermarks, an
+            # application's concurrent searches); urllib3's default pool keeps one connection and
+            # opens, then discards, a new one for every request made while it is busy.
+            "pool_maxsize": 8,
         }
         if self.ca_certs:
             kwargs["ca_certs"] = str(self.ca_certs)

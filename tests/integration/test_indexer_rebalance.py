@@ -1,0 +1,115 @@
+"""What a rebalance that hands a member its own partitions back does to its fetch positions.
+
+kafka-python 3 keeps the fetch position of a partition that stays with a member across a
+rebalance; it does not go back to the committed offset. The pipelined runner forgets its batches in
+flight inside the revoke callback, so it must rewind the source there, or the records of those
+batches are never read again: never committed, their dead letters never parked, and an
+``--until-idle`` run never sees the group caught up. The runner's side is in
+tests/unit/test_runner_faults.py (a source that keeps positions the same way); this test pins the
+behaviour of the real client that the fake copies, and that a rewind inside the callback holds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+from conftest import Pipeline
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewPartitions
+from test_indexer_faults import _event
+
+from sessionlog.indexer.kafka_source import KafkaSource
+
+SESSIONS, EVENTS = 12, 600
+
+
+def _send(pipeline: Pipeline) -> None:
+    producer = KafkaProducer(**pipeline.kafka.client_config(), linger_ms=5)
+    try:
+        for i in range(EVENTS):
+            sid = f"r-{i % SESSIONS}"
+            producer.send(
+                pipeline.kafka.topic, key=sid.encode(), value=orjson.dumps(_event(sid, i // SESSIONS))
+            )
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+
+
+def _add_partition(pipeline: Pipeline) -> None:
+    """A rebalance in which the member keeps every partition it had (and gets the new one)."""
+    admin = KafkaAdminClient(**pipeline.kafka.client_config())
+    try:
+        admin.create_partitions(
+            {pipeline.kafka.topic: NewPartitions(total_count=pipeline.kafka.partitions + 1)}
+        )
+    finally:
+        admin.close()
+
+
+def _read_around_a_kept_rebalance(
+    pipeline: Pipeline, *, rewind: bool
+) -> tuple[dict[int, int], dict[int, int]]:
+    """(position reached per partition before the rebalance, lowest offset read after it)."""
+    source = KafkaSource(pipeline.kafka, pipeline.indexer)
+    armed, revoked = False, False
+
+    def before_revoke() -> None:  # also called at the first join, with nothing assigned yet
+        nonlocal revoked
+        if not armed:
+            return
+        revoked = True
+        if rewind:  # what the pipelined runner does with the batches it forgets
+            source.rewind({p: 0 for p in range(pipeline.kafka.partitions)})
+
+    source.before_revoke = before_revoke
+    try:
+        read: dict[int, int] = {}
+        deadline = time.monotonic() + 60
+        while len(read) < pipeline.kafka.partitions and time.monotonic() < deadline:
+            for entry in source.poll(20, 0.2).entries:
+                read[entry.raw.partition] = entry.raw.offset + 1
+        assert len(read) == pipeline.kafka.partitions, f"records from {sorted(read)} only"
+        armed = True
+        _add_partition(pipeline)
+        after: dict[int, int] = {}
+        deadline = time.monotonic() + 60  # the member sees the new partition within metadata_max_age
+        quiet_since: float | None = None
+        while time.monotonic() < deadline:
+            # The callback runs inside a poll, which goes on fetching after the rebalance: its
+            # records count as read after it (a record fetched before would only raise the
+            # lowest offset, never lower it).
+            entries = source.poll(20, 0.2).entries
+            for entry in entries:
+                partition, offset = entry.raw.partition, entry.raw.offset
+                if revoked:
+                    after[partition] = min(offset, after.get(partition, offset))
+                else:
+                    read[partition] = max(offset + 1, read.get(partition, 0))
+            if entries or not revoked:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since > 2.0:  # read everything there was to read again
+                break
+        assert revoked, "no rebalance"
+        return read, after
+    finally:
+        source.close()
+
+
+def test_a_member_keeps_its_fetch_positions_when_a_rebalance_hands_its_partitions_back(
+    pipeline: Pipeline,
+) -> None:
+    _send(pipeline)
+    read, after = _read_around_a_kept_rebalance(pipeline, rewind=False)
+    # A client that went back to the committed offsets (none: 0) would deliver everything again.
+    assert all(after.get(p, read[p]) >= read[p] for p in read), (read, after)
+
+
+def test_a_rewind_inside_the_revoke_callback_holds_across_the_rebalance(pipeline: Pipeline) -> None:
+    _send(pipeline)
+    read, after = _read_around_a_kept_rebalance(pipeline, rewind=True)
+    assert all(read[p] > 0 for p in read)
+    assert {p: after.get(p) for p in read} == {p: 0 for p in read}, (read, after)
