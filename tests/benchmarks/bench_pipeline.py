@@ -76,19 +76,26 @@ def _produce(kafka: KafkaSettings, records: list[dict[str, Any]]) -> None:
 
 
 def _worker(
-    kafka: KafkaSettings, opensearch: OpenSearchSettings, settings: IndexerSettings, out: Any
+    kafka: KafkaSettings,
+    opensearch: OpenSearchSettings,
+    settings: IndexerSettings,
+    out: Any,
+    watermark_interval_s: float = 1.0,
 ) -> None:
     """One indexer process of the scaling run: index until the group is caught up, then report
     its counters and its own CPU time."""
-    with kafka_runner(kafka, opensearch, settings) as worker:
+    with kafka_runner(kafka, opensearch, settings, watermark_interval_s=watermark_interval_s) as worker:
         stats = worker.run(until_idle=True)
     times = os.times()
     out.put({"indexed": stats.indexed, "consumed": stats.consumed, "cpu_s": times.user + times.system})
 
 
-def scaling(events: int, workers: list[int], console: Console) -> dict[str, Any]:
-    """The same topic (``--partitions``) indexed by 1, 2, ... worker processes of one group each,
-    into a fresh prefix each time, with the CPU each party used (workers, OpenSearch, Kafka, rest)."""
+def scaling(
+    events: int, workers: list[int], console: Console, watermark_interval_s: float = 1.0
+) -> dict[str, Any]:
+    """The same topic (``--partitions``) indexed by 1, 2, ... worker processes of one group each
+    (a count may repeat: each run has a group and a prefix of its own), into a fresh prefix each
+    time, with the CPU each party used (workers, OpenSearch, Kafka, rest)."""
     records = _records(events)
     run = uuid.uuid4().hex[:8]
     kafka = KafkaSettings().model_copy(update={"topic": f"bench.scale.{run}"})
@@ -98,16 +105,18 @@ def scaling(events: int, workers: list[int], console: Console) -> dict[str, Any]
     rows: list[dict[str, Any]] = []
     servers = server_pids()
     try:
-        for n in workers:
-            opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-scale-{run}-{n}"})
+        for i, n in enumerate(workers):
+            name = f"bench-scale-{run}-{n}" + (f"-{i}" if workers.count(n) > 1 else "")
+            opensearch = OpenSearchSettings().model_copy(update={"index_prefix": name})
             schema = OpenSearchView(opensearch)
             schema.ensure_schema()  # not timed, and no race between the workers creating it
-            settings = IndexerSettings().model_copy(update={"group_id": f"bench-scale-{run}-{n}"})
+            settings = IndexerSettings().model_copy(update={"group_id": name})
             window = CpuWindow()
             for name, pid in servers.items():
                 window.watch(name, pid)
             queue = ctx.Queue()
-            procs = [ctx.Process(target=_worker, args=(kafka, opensearch, settings, queue)) for _ in range(n)]
+            args = (kafka, opensearch, settings, queue, watermark_interval_s)
+            procs = [ctx.Process(target=_worker, args=args) for _ in range(n)]
             console.print(f"{n} worker process(es) on {kafka.partitions} partitions ...")
             window.start()
             started = time.monotonic()
@@ -123,6 +132,7 @@ def scaling(events: int, workers: list[int], console: Console) -> dict[str, Any]
             split["others_cpu_s"] = max(0.0, split["others_cpu_s"] - split["workers_cpu_s"])
             row = {
                 "workers": n,
+                "watermark_interval_s": watermark_interval_s,
                 "seconds": seconds,
                 "events_per_s": n_events / seconds,
                 "indexed": sum(r["indexed"] for r in reports),
@@ -372,6 +382,12 @@ def main() -> int:
         help="also index the events with N worker processes of one group, e.g. 1,2 (the scaling run)",
     )
     parser.add_argument("--skip-throughput", action="store_true", help="skip the indexer/raw comparison")
+    parser.add_argument(
+        "--watermark-interval",
+        type=float,
+        default=1.0,
+        help="the scaling run's workers refresh and publish their watermarks at most this often (s)",
+    )
     args = parser.parse_args()
     console = Console()
     result: dict[str, Any] = {
@@ -383,6 +399,8 @@ def main() -> int:
     }
     if args.workers:
         result["command"] += f" --workers {args.workers}"
+        if args.watermark_interval != 1.0:
+            result["command"] += f" --watermark-interval {args.watermark_interval:g}"
     if args.skip_freshness:
         result["command"] += " --skip-freshness"
     if args.skip_throughput:
@@ -394,7 +412,7 @@ def main() -> int:
     if args.workers:
         console.rule("scaling")
         counts = [int(n) for n in args.workers.split(",") if n.strip()]
-        result["scaling"] = scaling(args.events, counts, console)
+        result["scaling"] = scaling(args.events, counts, console, args.watermark_interval)
     if not args.skip_freshness:
         console.rule("freshness")
         result["freshness"] = freshness(args.rate, args.seconds, console)
