@@ -106,11 +106,11 @@ def scaling(
     servers = server_pids()
     try:
         for i, n in enumerate(workers):
-            name = f"bench-scale-{run}-{n}" + (f"-{i}" if workers.count(n) > 1 else "")
-            opensearch = OpenSearchSettings().model_copy(update={"index_prefix": name})
+            prefix = f"bench-scale-{run}-{n}" + (f"-{i}" if workers.count(n) > 1 else "")
+            opensearch = OpenSearchSettings().model_copy(update={"index_prefix": prefix})
             schema = OpenSearchView(opensearch)
             schema.ensure_schema()  # not timed, and no race between the workers creating it
-            settings = IndexerSettings().model_copy(update={"group_id": name})
+            settings = IndexerSettings().model_copy(update={"group_id": prefix})
             window = CpuWindow()
             for name, pid in servers.items():
                 window.watch(name, pid)

@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from sessionlog.indexer.batch import BatchProcessor, PreparedBatch
-from sessionlog.indexer.errors import IndexerError, ViewUnavailable
+from sessionlog.indexer.errors import ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics
 from sessionlog.indexer.ports import (
     Entry,
@@ -242,11 +242,5 @@ class PipelinedSteps:
         "caught up" of those records would never come."""
         if not self._inflight:
             return
-        first = self._forget_inflight()
-        self.processor.forget_states()
-        self.view.settle(False)
-        try:
-            self.source.rewind(first)  # local on Kafka (a seek): allowed inside the poll
-        except IndexerError as err:  # a partition the group takes away is read from its commit
-            log.warning("rewind before the rebalance failed: %s", err)
+        self._abandon({})  # its rewind is a local seek on Kafka: allowed inside the poll
         log.info("rebalance: the batches in flight are left uncommitted and will be read again")
