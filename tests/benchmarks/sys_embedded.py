@@ -80,9 +80,7 @@ class EmbeddedSystem:
                 batch.append(parse_record(entry))
             if batch:
                 view.write_records(batch)
-            view.conn.execute("INSERT INTO events_words (events_words) VALUES ('optimize')")
-            view.conn.execute("INSERT INTO events_tri (events_tri) VALUES ('optimize')")
-            view.conn.execute("ANALYZE")
+            view.compact()  # what `sessionlog rebuild` and `index --until-idle --compact` do
             view.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _provider(self, scope_kind: str, scope_id: str) -> Any:

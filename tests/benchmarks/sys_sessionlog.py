@@ -6,6 +6,7 @@ Written against the API the lead is building (``sessionlog.indexer`` and ``sessi
     view.ensure_schema()
     view.write_records([EventRecord | HeaderRecord, ...])  # bulk, routed
     view.refresh()
+    view.compact()  # one segment per index, as `sessionlog rebuild` leaves them
     scope = Scope.session(sid)  # or Scope.workspace(wid)
     provider = OpenSearchProvider(scope=scope, hosts=..., index_prefix="bench")
     request = SessionQueryRequest(session_id=sid_or_None, query=q, limit=10)
@@ -88,6 +89,7 @@ class SessionlogSystem:
         if batch:
             self.view.write_records(batch)
         self.view.refresh()
+        self.view.compact()  # what `sessionlog rebuild` and `index --until-idle --compact` do
 
     def _provider(self, scope_kind: str, scope_id: str) -> Any:
         key = (scope_kind, scope_id)

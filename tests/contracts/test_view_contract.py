@@ -127,3 +127,17 @@ def test_forget_session_deletes_its_events(harness: Harness) -> None:
     assert view.forget_session("v-4") == 5
     view.refresh()
     assert view.restore_sessions(["v-4"])["v-4"].next_seq == 0
+
+
+def test_compact_keeps_every_document_and_can_run_twice(harness: Harness) -> None:
+    view = harness.view()
+    actions, state = _actions("v-5")
+    view.write(actions)
+    view.refresh()
+    before = {a.doc_id: view.get_event_source(a.doc_id, a.routing) for a in actions if a.target == "events"}
+    view.compact()
+    view.compact()
+    view.refresh()
+    after = {a.doc_id: view.get_event_source(a.doc_id, a.routing) for a in actions if a.target == "events"}
+    assert after == before and all(doc is not None for doc in after.values())
+    assert view.restore_sessions(["v-5"])["v-5"].session_action().body == state.session_action().body

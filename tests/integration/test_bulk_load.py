@@ -71,3 +71,6 @@ def test_a_rebuild_leaves_normal_settings_on_the_new_version(pipeline: Pipeline)
     prefix = pipeline.opensearch.index_prefix
     for index in (f"{prefix}-events-v2", f"{prefix}-sessions-v2"):
         assert _settings(pipeline, index) == ("1s", "0")
+    # compacted before it took the aliases: one segment per index
+    segments = pipeline.view().client.cat.segments(index=f"{prefix}-events-v2", format="json")
+    assert len(segments) == 1, segments

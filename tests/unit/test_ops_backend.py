@@ -107,6 +107,28 @@ def test_operator_commands_use_the_file_and_never_the_configured_servers(
     assert listener.accepted == 0
 
 
+def test_index_compact_merges_the_full_text_tables_after_the_catch_up(embedded: Path) -> None:
+    with SQLiteEntryLog(embedded) as log:
+        for record in demo_records(workspaces=1, sessions=2):
+            log.append(record)
+    code, out = _invoke("index", "--compact")
+    assert code != 0 and "--compact needs --until-idle" in out, out
+    code, out = _invoke("index", "--until-idle", "--compact")
+    assert code == 0 and "compacted the view in" in out, out
+    with sqlite3.connect(embedded) as conn:  # ANALYZE ran with the merge
+        assert conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'events'").fetchone()[0] > 0
+
+
+def test_rebuild_compacts_the_projection(embedded: Path) -> None:
+    with SQLiteEntryLog(embedded) as log:
+        for record in demo_records(workspaces=1, sessions=2):
+            log.append(record)
+    code, out = _invoke("rebuild")
+    assert code == 0 and "rebuilt" in out, out
+    with sqlite3.connect(embedded) as conn:
+        assert conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'events'").fetchone()[0] > 0
+
+
 def test_commands_on_a_missing_file_say_so_in_one_line(embedded: Path, listener: Listener) -> None:
     for args in (["dlq", "list"], ["dlq", "replay"], ["forget", "s-1"], ["rebuild"]):
         code, out = _invoke(*args)

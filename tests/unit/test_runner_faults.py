@@ -203,6 +203,9 @@ class FaultyView(ViewWrites):
     def forget_session(self, session_id: str) -> int:
         return self.inner.forget_session(session_id)
 
+    def compact(self) -> None:
+        self.inner.compact()
+
     def close(self) -> None:
         self.inner.close()
 

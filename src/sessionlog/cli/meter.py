@@ -65,3 +65,8 @@ class Meter:
             self._last_plain = now
             suffix = f", {note}" if note else ""
             err_console.print(Text(f"{self.verb}: {records} records ({rate} rec/s{suffix})"))
+
+    def stop(self) -> None:
+        """Take the bar off the terminal before the command goes on with other output."""
+        if self._progress is not None:
+            self._progress.stop()

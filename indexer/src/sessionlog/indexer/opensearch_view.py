@@ -32,7 +32,11 @@ from sessionlog.indexer.translate import os_edge_method
 from sessionlog.indexer.view_writes import ViewWrites
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
-__all__ = ["ItemResult", "OpenSearchView", "is_retriable_status", "make_client"]
+__all__ = ["COMPACT_TIMEOUT_S", "ItemResult", "OpenSearchView", "is_retriable_status", "make_client"]
+
+#: How long :meth:`OpenSearchView.compact` waits for the force merge (a 272,000-entry index merges
+#: in about 4 s; the server finishes a merge the client stopped waiting for).
+COMPACT_TIMEOUT_S = 900.0
 
 
 def make_client(settings: OpenSearchSettings) -> OpenSearch:
@@ -187,6 +191,15 @@ class OpenSearchView(BulkWriter, ViewWrites):
             raise
         except (OSConnectionError, ConnectionTimeout) as err:
             raise ViewUnavailable(f"OpenSearch unreachable: {err}") from err
+
+    @os_edge_method("compact")
+    def compact(self) -> None:
+        """Force-merge the events and sessions indices into one segment each (waits up to
+        :data:`COMPACT_TIMEOUT_S`). A replay leaves a dozen segments that every search probes; the
+        textbook moment to merge them is before a rebuilt version takes the aliases."""
+        self.client.indices.forcemerge(
+            index=f"{self.events},{self.sessions}", max_num_segments=1, request_timeout=COMPACT_TIMEOUT_S
+        )
 
     @os_edge_method("content hashes")
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:

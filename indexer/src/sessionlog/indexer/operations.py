@@ -53,7 +53,9 @@ def rebuild(
 
     Nobody reads the new version during the replay, so it runs without periodic refresh or
     replicas (:func:`~sessionlog.indexer.opensearch_load.bulk_load_settings`); both are restored,
-    and the version refreshed, before the aliases move (and when the replay fails)."""
+    and the version refreshed, before the aliases move (and when the replay fails). The version is
+    compacted (:meth:`~sessionlog.indexer.opensearch_view.OpenSearchView.compact`) before it
+    serves."""
     from sessionlog.indexer.opensearch_load import bulk_load_settings
     from sessionlog.indexer.opensearch_view import OpenSearchView
     from sessionlog.indexer.worker import kafka_runner
@@ -77,6 +79,7 @@ def rebuild(
 
             with bulk_load_settings(admin_view.client, [target.events, target.sessions], opensearch):
                 runner.run(until_idle=True, on_batch=progress)
+            target.compact()
             admin_view.switch_aliases(old, new)
             stats = runner.run(until_idle=True, on_batch=progress)
         if not keep:
@@ -104,7 +107,9 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
     """Empty the projection of a SQLite file and project its whole log again.
 
     The emptying and the reset of the position are one transaction; readers see an empty (then
-    growing) projection until the replay finishes (the embedded backend has no index versions)."""
+    growing) projection until the replay finishes (the embedded backend has no index versions).
+    The projection is compacted (:meth:`~sessionlog.indexer.sqlite_view.SQLiteView.compact`) at
+    the end."""
     from sessionlog.indexer.embedded import embedded_runner, open_embedded
     from sessionlog.indexer.sqlite_view import clear_projection
 
@@ -129,6 +134,7 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
                 on_batch(stats, runner.last_lag or 0)
 
         stats = runner.run(until_idle=True, on_batch=progress)
+        runner.view.compact()
     return RebuildReport(0, 0, stats, time.monotonic() - started, False)
 
 

@@ -208,6 +208,12 @@ class SessionView(Protocol):
         """Delete a session's documents; the number of events deleted."""
         ...
 
+    def compact(self) -> None:
+        """Merge the search structures the writes left in pieces (index segments), so that later
+        searches probe fewer of them. Changes no document; takes seconds to minutes on a large
+        view, so it is meant for after a bulk replay (a rebuild, a first catch-up)."""
+        ...
+
     def close(self) -> None:
         """Release connections. Idempotent."""
         ...

@@ -34,7 +34,7 @@ from typing import Final
 
 from sessionlog.ingest.sqlite_log import rollback
 
-__all__ = ["clear_projection", "ensure_view_schema"]
+__all__ = ["FULL_TEXT_TABLES", "clear_projection", "ensure_view_schema"]
 
 _VIEW_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS events (
@@ -106,6 +106,9 @@ def ensure_view_schema(conn: sqlite3.Connection) -> None:
 
 
 _TABLE_RE: Final = re.compile(r"CREATE (VIRTUAL )?TABLE IF NOT EXISTS (\w+)")
+
+#: The full-text (FTS5) tables of the projection.
+FULL_TEXT_TABLES: Final = tuple(table for virtual, table in _TABLE_RE.findall(_VIEW_SCHEMA) if virtual)
 
 
 def clear_projection(conn: sqlite3.Connection) -> None:

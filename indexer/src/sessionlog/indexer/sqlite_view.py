@@ -32,7 +32,7 @@ from sessionlog.indexer.projector import Action, SessionProjection, project_reco
 from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc
 from sessionlog.indexer.sqlite_event_writes import EventWrites
 from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, index_tokens, text_rows, time_us
-from sessionlog.indexer.sqlite_schema import clear_projection, ensure_view_schema
+from sessionlog.indexer.sqlite_schema import FULL_TEXT_TABLES, clear_projection, ensure_view_schema
 from sessionlog.indexer.translate import sqlite_edge, sqlite_error
 from sessionlog.indexer.view_writes import ViewWrites
 from sessionlog.ingest.errors import IngestError
@@ -327,6 +327,15 @@ class SQLiteView(EventWrites, ViewWrites):
             self.conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             self.conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
         return len(rows)
+
+    def compact(self) -> None:
+        """Merge each full-text table's segments into one (FTS5 ``optimize``) and refresh the
+        planner's statistics (``ANALYZE``), in one write transaction: a catch-up leaves hundreds
+        of segments per table, and a term lookup reads every one."""
+        with sqlite_edge("compact the embedded projection"), self.transaction():
+            for table in FULL_TEXT_TABLES:
+                self.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            self.conn.execute("ANALYZE")
 
     def count_events(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM events").fetchone()[0])
