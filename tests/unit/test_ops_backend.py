@@ -129,6 +129,27 @@ def test_rebuild_compacts_the_projection(embedded: Path) -> None:
         assert conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'events'").fetchone()[0] > 0
 
 
+def test_a_rebuild_whose_compaction_fails_still_completes_and_says_why(
+    embedded: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from sessionlog.indexer.errors import ViewFailed
+    from sessionlog.indexer.operations import rebuild_embedded
+    from sessionlog.indexer.sqlite_view import SQLiteView
+
+    records = list(demo_records(workspaces=1, sessions=2))
+    with SQLiteEntryLog(embedded) as log:
+        for record in records:
+            log.append(record)
+
+    def refuse(self: SQLiteView) -> None:
+        raise ViewFailed("no permission to merge")
+
+    monkeypatch.setattr(SQLiteView, "compact", refuse)
+    report = rebuild_embedded(embedded)
+    assert report.stats.indexed == sum(1 for r in records if r["kind"] == "event")
+    assert "not compacted" in caplog.text and "no permission to merge" in caplog.text
+
+
 def test_commands_on_a_missing_file_say_so_in_one_line(embedded: Path, listener: Listener) -> None:
     for args in (["dlq", "list"], ["dlq", "replay"], ["forget", "s-1"], ["rebuild"]):
         code, out = _invoke(*args)

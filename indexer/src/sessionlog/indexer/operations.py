@@ -8,6 +8,7 @@ only by the functions of that backend.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessionlog.indexer.errors import IndexerError
+from sessionlog.indexer.ports import SessionView
 from sessionlog.indexer.runner import RunStats
 from sessionlog.indexer.translate import sqlite_edge
 
@@ -24,9 +27,20 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "RebuildReport", "forget_embedded", "forget_session", "rebuild", "rebuild_embedded"]
 
+log = logging.getLogger("sessionlog.indexer")
+
 #: Called after every batch with the run's stats and the records still to project (as last read:
 #: the runner reads the lag every few seconds, not per batch).
 Progress = Callable[[RunStats, int], None]
+
+
+def _compact(view: SessionView) -> None:
+    """Compact a replayed view; a failure (a role without the force-merge permission, a merge that
+    outlasts its timeout) is logged, not raised: the view is complete without it."""
+    try:
+        view.compact()
+    except IndexerError as err:
+        log.warning("the rebuilt projection was not compacted (searches work, maybe slower): %s", err)
 
 
 @dataclass(frozen=True)
@@ -79,7 +93,7 @@ def rebuild(
 
             with bulk_load_settings(admin_view.client, [target.events, target.sessions], opensearch):
                 runner.run(until_idle=True, on_batch=progress)
-            target.compact()
+            _compact(target)
             admin_view.switch_aliases(old, new)
             stats = runner.run(until_idle=True, on_batch=progress)
         if not keep:
@@ -134,7 +148,7 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
                 on_batch(stats, runner.last_lag or 0)
 
         stats = runner.run(until_idle=True, on_batch=progress)
-        runner.view.compact()
+        _compact(runner.view)
     return RebuildReport(0, 0, stats, time.monotonic() - started, False)
 
 
