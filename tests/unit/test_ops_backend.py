@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -107,26 +108,35 @@ def test_operator_commands_use_the_file_and_never_the_configured_servers(
     assert listener.accepted == 0
 
 
-def test_index_compact_merges_the_full_text_tables_after_the_catch_up(embedded: Path) -> None:
-    with SQLiteEntryLog(embedded) as log:
-        for record in demo_records(workspaces=1, sessions=2):
+def _append_demo(path: Path) -> list[dict[str, Any]]:
+    """Two demo sessions appended to the file; the records."""
+    records = list(demo_records(workspaces=1, sessions=2))
+    with SQLiteEntryLog(path) as log:
+        for record in records:
             log.append(record)
+    return records
+
+
+def _analyzed(path: Path) -> bool:
+    """Whether ``ANALYZE`` (run by the compaction with its merges) has statistics of the events."""
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'events'").fetchone()[0]) > 0
+
+
+def test_index_compact_merges_the_full_text_tables_after_the_catch_up(embedded: Path) -> None:
+    _append_demo(embedded)
     code, out = _invoke("index", "--compact")
     assert code != 0 and "--compact needs --until-idle" in out, out
     code, out = _invoke("index", "--until-idle", "--compact")
     assert code == 0 and "compacted the view in" in out, out
-    with sqlite3.connect(embedded) as conn:  # ANALYZE ran with the merge
-        assert conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'events'").fetchone()[0] > 0
+    assert _analyzed(embedded)
 
 
 def test_rebuild_compacts_the_projection(embedded: Path) -> None:
-    with SQLiteEntryLog(embedded) as log:
-        for record in demo_records(workspaces=1, sessions=2):
-            log.append(record)
+    _append_demo(embedded)
     code, out = _invoke("rebuild")
     assert code == 0 and "rebuilt" in out, out
-    with sqlite3.connect(embedded) as conn:
-        assert conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'events'").fetchone()[0] > 0
+    assert _analyzed(embedded)
 
 
 def test_a_rebuild_whose_compaction_fails_still_completes_and_says_why(
@@ -136,10 +146,7 @@ def test_a_rebuild_whose_compaction_fails_still_completes_and_says_why(
     from sessionlog.indexer.operations import rebuild_embedded
     from sessionlog.indexer.sqlite_view import SQLiteView
 
-    records = list(demo_records(workspaces=1, sessions=2))
-    with SQLiteEntryLog(embedded) as log:
-        for record in records:
-            log.append(record)
+    records = _append_demo(embedded)
 
     def refuse(self: SQLiteView) -> None:
         raise ViewFailed("no permission to merge")
