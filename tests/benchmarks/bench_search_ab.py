@@ -16,8 +16,11 @@ pytest. The changes:
 ``inside``   the entries of a typo's readings inside longer words
              (``sessionlog.query.readings.inside_readings``), against none. Pages may differ; how
              often a search looks readings up is printed.
+``narrow``   a workspace scope's hits narrowed to its entries once a word's hits outnumber half
+             of them (``SQLiteEngine._narrow_to_scope``), against never. The pages must be the
+             same.
 
-    python -m tests.benchmarks.bench_search_ab RESULT.json --sqlite DIR [--change parts|crowded|inside]
+    python -m tests.benchmarks.bench_search_ab RESULT.json --sqlite DIR [--change parts|crowded|inside|narrow]
         [--scope workspace|session]
 """
 
@@ -32,7 +35,7 @@ from typing import Any
 
 from tests.benchmarks.metrics import percentile
 
-from sessionlog.query import Scope, SessionQueryRequest, readings, sqlite_hits
+from sessionlog.query import Scope, SessionQueryRequest, readings, sqlite_hits, sqlite_provider
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.candidates import Arm
 from sessionlog.query.engine import EngineHit
@@ -62,6 +65,24 @@ class _Switch:
         self.fired += bool(found) if self.name in ("crowded", "inside_readings") else 0
         return found
 
+    def restore(self) -> None:
+        setattr(self.module, self.name, self.on)
+
+
+class _Threshold:
+    """Puts a module constant back and forth between the code's own value and ``off``."""
+
+    def __init__(self, module: Any, name: str, off: int) -> None:
+        self.module, self.name, self.off = module, name, off
+        self.on: int = getattr(module, name)
+        self.fired = 0
+
+    def set(self, on: bool) -> None:
+        setattr(self.module, self.name, self.on if on else self.off)
+
+    def restore(self) -> None:
+        setattr(self.module, self.name, self.on)
+
 
 def _no_crowd(plan: QueryPlan, window: Sequence[EngineHit]) -> frozenset[str]:
     return frozenset()
@@ -71,7 +92,9 @@ def _no_inside(plan: QueryPlan, pool: Sequence[EngineHit], known: Any) -> list[t
     return []
 
 
-def _timed(provider: SQLiteProvider, switch: _Switch, on: bool, text: str) -> tuple[float, list[int]]:
+def _timed(
+    provider: SQLiteProvider, switch: _Switch | _Threshold, on: bool, text: str
+) -> tuple[float, list[int]]:
     switch.set(on)
     provider.engine._memo.check(object())  # cold: nothing kept from an earlier search
     start = time.perf_counter()
@@ -83,13 +106,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("result", type=Path, help="a relevance result JSON with its query list")
     parser.add_argument("--sqlite", type=Path, required=True, help="directory of the embedded file")
-    parser.add_argument("--change", choices=("parts", "crowded", "inside"), default="parts")
+    parser.add_argument("--change", choices=("parts", "crowded", "inside", "narrow"), default="parts")
     parser.add_argument("--scope", choices=("workspace", "session"), default="workspace")
     args = parser.parse_args()
     every = json.loads(args.result.read_text("utf-8"))["query_list"]
     queries = [q for q in every if q["scope_kind"] == args.scope]
+    switch: _Switch | _Threshold
     if args.change == "parts":
         switch = _Switch(sqlite_hits, "parts_rowids", _in_sql)
+    elif args.change == "narrow":
+        switch = _Threshold(sqlite_provider, "_MEMBERS_PAST", 2**62)
     elif args.change == "crowded":
         switch = _Switch(readings, "crowded", _no_crowd)
     else:
@@ -105,11 +131,11 @@ def main() -> None:
                 providers[scope_id] = SQLiteProvider(scope, path, request_timeout_s=60.0)
             provider = providers[scope_id]
             runs = [_timed(provider, switch, on, query["text"]) for on in (False, True, False, True)]
-            if args.change == "parts" and runs[0][1] != runs[1][1]:
+            if args.change in ("parts", "narrow") and runs[0][1] != runs[1][1]:
                 raise SystemExit(f"pages differ for {query['text']!r}: {runs[0][1]} vs {runs[1][1]}")
             rows.append((min(runs[0][0], runs[2][0]), min(runs[1][0], runs[3][0]), query["text"]))
     finally:
-        setattr(switch.module, switch.name, switch.on)
+        switch.restore()
         for provider in providers.values():
             provider.close()
     moved = sorted(rows, key=lambda row: row[1] - row[0])

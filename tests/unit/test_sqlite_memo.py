@@ -97,11 +97,11 @@ def test_an_idle_catch_up_does_not_wait_for_a_poll_interval(tmp_path: Path) -> N
         assert provider.search(SessionQueryRequest(query="again")).matches
 
 
-def test_placing_hits_by_the_workspace_s_entries_gives_the_same_pages(
+def test_narrowing_hits_to_the_workspace_s_entries_gives_the_same_pages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A common word's hits span every workspace; past a threshold the scope's entries are read
-    # instead of each hit looked up (sqlite_provider._members). Forced on and off: same pages.
+    # and the hits narrowed to them (sqlite_provider._narrow_to_scope). Forced on and off: same pages.
     path = tmp_path / "members.db"
     words = ("ledger", "ledgers", "hedge", "legend", "edger")
     records: list[dict[str, Any]] = []
@@ -123,6 +123,11 @@ def test_placing_hits_by_the_workspace_s_entries_gives_the_same_pages(
                 for q in ("ledger", "ledgr", "note", "edgre note", "hedge 12")
             ]
             pages[name] = [[(m.session_id, m.seq) for m in result.matches] for result in results]
-            assert provider.engine._memo.members.get(("ws-b",)) is not None or name == "lookups"
+            members = provider.engine._memo.members.get(("ws-b",))
+            assert members is not None or name == "lookups"
+            if members is not None:  # every hit kept is in the scope
+                kept = list(provider.engine._memo.hits._items.values())
+                assert kept and all(hits.members is members for hits in kept)
+                assert all(set(best) <= members for hits in kept for best in hits.best)
     assert pages["members"] == pages["lookups"]
     assert all(page and all(sid.startswith("ws-b-") for sid, _ in page) for page in pages["members"])

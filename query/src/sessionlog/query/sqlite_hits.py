@@ -70,6 +70,21 @@ class Hits:
         self.narrowed: set[int] = set()
         #: Candidates already built from this state: (state, partial) → (the placed map, list).
         self.built: dict[tuple[object, ...], tuple[object, list[Any]]] = {}
+        #: The scope's entries, once :meth:`keep_only` narrowed the hits to them.
+        self.members: frozenset[int] | None = None
+
+    def held(self) -> int:
+        """The most hits one word has so far (what narrowing to the scope would shrink)."""
+        return max((len(best) for best in self.best), default=0)
+
+    def keep_only(self, members: frozenset[int]) -> None:
+        """Forget the hits outside ``members`` (the scope's entries), and add none from now on: a
+        common word of a workspace scope hits every workspace of the file, and each phase would
+        otherwise carry the other workspaces' entries through placing and bounding."""
+        self.members = members
+        self.best = [{rid: tier for rid, tier in best.items() if rid in members} for best in self.best]
+        self.phrase.intersection_update(members)
+        self.built.clear()
 
     def state(self) -> tuple[object, ...]:
         """What the bounds depend on: the phases added and the words counted."""
@@ -110,6 +125,8 @@ class Hits:
                 else:
                     sql = f"SELECT rowid FROM ({arm.sql}){within}"
                     found = (rid for (rid,) in conn.execute(sql, (*arm.params, *bounds)))
+                if self.members is not None:
+                    found = self.members.intersection(found)
                 for rid in found:
                     if best.get(rid, -1.0) < tier:
                         best[rid] = tier
@@ -121,6 +138,8 @@ class Hits:
             phrase_sql = "SELECT rowid FROM events_tri WHERE events_tri MATCH ?"
             found = conn.execute(f"SELECT rowid FROM ({phrase_sql}){within}", (text, *bounds))
             self.phrase.update(rid for (rid,) in found)
+            if self.members is not None:
+                self.phrase.intersection_update(self.members)
 
     def count(self, conn: sqlite3.Connection) -> bool:
         """Read the occurrences of the words the index can count (an ASCII word is one token of

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from sessionlog.indexer.sqlite_rows import time_us
@@ -86,15 +86,10 @@ def place(
     session_id: str | None,
     rids: Iterable[int],
     known: dict[int, Placed],
-    members: Collection[int] | None = None,
 ) -> None:
     """Look up the entries of ``rids`` that ``known`` does not hold yet: their sort fields when
-    they are in the scope and pass the filters, else ``None``. ``members``, when given, are the
-    scope's entries: the others are out of it without a lookup."""
+    they are in the scope and pass the filters, else ``None``."""
     unknown = [rid for rid in rids if rid not in known]
-    if members is not None:
-        known.update(dict.fromkeys(rid for rid in unknown if rid not in members))
-        unknown = [rid for rid in unknown if rid in members]
     if not unknown:
         return
     scope_sql, scope_params = scope_where(scope, session_id)
