@@ -1,7 +1,8 @@
 """The index hits of one embedded search, phase by phase, and the score bound they give each entry.
 
-Per query word, the best tier of every entry its lookups found (anywhere in the file: the scope
-is applied to candidates), the entries holding the exact phrase, and the word's occurrences in
+Per query word, the best tier of every entry its lookups found (anywhere in the file, the scope
+applied to candidates; or only among a workspace scope's entries once :meth:`Hits.keep_only`
+narrowed them), the entries holding the exact phrase, and the word's occurrences in
 each entry, read from the full-text index itself (``fts5vocab`` over ``events_words``): with them
 an entry's bound is its exact score whenever its tiers are, and the exact top stops after a page's
 worth of candidates instead of scoring every entry of a common word (the occurrences are read only

@@ -67,10 +67,10 @@ __all__ = [
 LOG_TOPIC: Final = "log"
 #: Candidates per entry of the page past which the words' occurrences are read from the index.
 _COUNT_PAST: Final = 4
-#: Hits to place past which a workspace scope's entries may be read instead of looking each up.
+#: A word's hits past which a workspace scope's hits may be narrowed to the scope's entries.
 _MEMBERS_PAST: Final = 20_000
-#: A hit's lookup costs about twice what reading one entry of the workspace's index does (about
-#: 1.1 µs against 0.5 µs at 1M entries).
+#: Placing a hit costs at least twice what reading one entry of the workspace's index does (a
+#: lookup alone 1.1 µs against 0.5 µs at 1M entries, then its share of every later phase).
 _LOOKUP_COST: Final = 2
 
 
