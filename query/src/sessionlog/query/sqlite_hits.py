@@ -87,6 +87,10 @@ class Hits:
         self.phrase.intersection_update(members)
         self.built.clear()
 
+    def _in_scope(self, rids: Iterable[int]) -> Iterable[int]:
+        """``rids`` without those outside the scope, once :meth:`keep_only` narrowed the hits."""
+        return rids if self.members is None else self.members.intersection(rids)
+
     def state(self) -> tuple[object, ...]:
         """What the bounds depend on: the phases added and the words counted."""
         added = (frozenset(self.added), frozenset(self.narrowed))
@@ -126,9 +130,7 @@ class Hits:
                 else:
                     sql = f"SELECT rowid FROM ({arm.sql}){within}"
                     found = (rid for (rid,) in conn.execute(sql, (*arm.params, *bounds)))
-                if self.members is not None:
-                    found = self.members.intersection(found)
-                for rid in found:
+                for rid in self._in_scope(found):
                     if best.get(rid, -1.0) < tier:
                         best[rid] = tier
             if narrow:
@@ -137,10 +139,8 @@ class Hits:
         if phase == arms_of.EXACT and len(self.words) > 1:
             text = arms_of.phrase(" ".join(phrase_words([w.text for w in self.words])))
             phrase_sql = "SELECT rowid FROM events_tri WHERE events_tri MATCH ?"
-            found = conn.execute(f"SELECT rowid FROM ({phrase_sql}){within}", (text, *bounds))
-            self.phrase.update(rid for (rid,) in found)
-            if self.members is not None:
-                self.phrase.intersection_update(self.members)
+            rows = conn.execute(f"SELECT rowid FROM ({phrase_sql}){within}", (text, *bounds))
+            self.phrase.update(self._in_scope(rid for (rid,) in rows))
 
     def count(self, conn: sqlite3.Connection) -> bool:
         """Read the occurrences of the words the index can count (an ASCII word is one token of
