@@ -16,12 +16,16 @@ pytest. The changes:
 ``inside``   the entries of a typo's readings inside longer words
              (``sessionlog.query.readings.inside_readings``), against none. Pages may differ; how
              often a search looks readings up is printed.
-``narrow``   a workspace scope's hits narrowed to its entries once a word's hits outnumber half
-             of them (``SQLiteEngine._narrow_to_scope``), against never. The pages must be the
-             same.
+``narrow``   a workspace scope's hits narrowed to its entries once placing hits one by one would
+             cost more than reading them (``SQLiteEngine._narrow_to_scope``), against never. The
+             pages must be the same.
+
+``--warm`` keeps what the engines remember between searches instead, as an application's providers
+do: each way has its own provider per scope, each query runs once per way (the order alternating
+from query to query), ``--passes`` times over the list.
 
     python -m tests.benchmarks.bench_search_ab RESULT.json --sqlite DIR [--change parts|crowded|inside|narrow]
-        [--scope workspace|session]
+        [--scope workspace|session] [--warm [--passes N]]
 """
 
 from __future__ import annotations
@@ -93,10 +97,11 @@ def _no_inside(plan: QueryPlan, pool: Sequence[EngineHit], known: Any) -> list[t
 
 
 def _timed(
-    provider: SQLiteProvider, switch: _Switch | _Threshold, on: bool, text: str
+    provider: SQLiteProvider, switch: _Switch | _Threshold, on: bool, text: str, cold: bool = True
 ) -> tuple[float, list[int]]:
     switch.set(on)
-    provider.engine._memo.check(object())  # cold: nothing kept from an earlier search
+    if cold:  # nothing kept from an earlier search
+        provider.engine._memo.check(object())
     start = time.perf_counter()
     result = provider.search(SessionQueryRequest(query=text, limit=10))
     return (time.perf_counter() - start) * 1000, [m.seq for m in result.matches]
@@ -108,6 +113,8 @@ def main() -> None:
     parser.add_argument("--sqlite", type=Path, required=True, help="directory of the embedded file")
     parser.add_argument("--change", choices=("parts", "crowded", "inside", "narrow"), default="parts")
     parser.add_argument("--scope", choices=("workspace", "session"), default="workspace")
+    parser.add_argument("--warm", action="store_true", help="keep each way's providers and memo")
+    parser.add_argument("--passes", type=int, default=1, help="passes over the queries (--warm)")
     args = parser.parse_args()
     every = json.loads(args.result.read_text("utf-8"))["query_list"]
     queries = [q for q in every if q["scope_kind"] == args.scope]
@@ -115,29 +122,38 @@ def main() -> None:
     if args.change == "parts":
         switch = _Switch(sqlite_hits, "parts_rowids", _in_sql)
     elif args.change == "narrow":
-        switch = _Threshold(sqlite_provider, "_MEMBERS_PAST", 2**62)
+        switch = _Threshold(sqlite_provider, "_MEMBERS_MAX", 0)
     elif args.change == "crowded":
         switch = _Switch(readings, "crowded", _no_crowd)
     else:
         switch = _Switch(readings, "inside_readings", _no_inside)
-    providers: dict[str, SQLiteProvider] = {}
+    providers: dict[tuple[str, bool], SQLiteProvider] = {}
+
+    def provider(scope_id: str, way: bool) -> SQLiteProvider:
+        if (scope_id, way) not in providers:
+            scope = Scope.workspace(scope_id) if args.scope == "workspace" else Scope.session(scope_id)
+            path = args.sqlite / "sessionlog.db"
+            providers[scope_id, way] = SQLiteProvider(scope, path, request_timeout_s=60.0)
+        return providers[scope_id, way]
+
     rows: list[tuple[float, float, str]] = []
     try:
-        for query in queries:
-            scope_id = query["scope_id"]
-            if scope_id not in providers:
-                scope = Scope.workspace(scope_id) if args.scope == "workspace" else Scope.session(scope_id)
-                path = args.sqlite / "sessionlog.db"
-                providers[scope_id] = SQLiteProvider(scope, path, request_timeout_s=60.0)
-            provider = providers[scope_id]
-            runs = [_timed(provider, switch, on, query["text"]) for on in (False, True, False, True)]
+        for number, query in enumerate(queries * (args.passes if args.warm else 1)):
+            scope_id, text = query["scope_id"], query["text"]
+            if args.warm:
+                order = (False, True) if number % 2 else (True, False)
+                timed = {on: _timed(provider(scope_id, on), switch, on, text, cold=False) for on in order}
+                runs = [timed[False], timed[True], timed[False], timed[True]]
+            else:
+                cold = (False, True, False, True)
+                runs = [_timed(provider(scope_id, False), switch, on, text) for on in cold]
             if args.change in ("parts", "narrow") and runs[0][1] != runs[1][1]:
-                raise SystemExit(f"pages differ for {query['text']!r}: {runs[0][1]} vs {runs[1][1]}")
-            rows.append((min(runs[0][0], runs[2][0]), min(runs[1][0], runs[3][0]), query["text"]))
+                raise SystemExit(f"pages differ for {text!r}: {runs[0][1]} vs {runs[1][1]}")
+            rows.append((min(runs[0][0], runs[2][0]), min(runs[1][0], runs[3][0]), text))
     finally:
         switch.restore()
-        for provider in providers.values():
-            provider.close()
+        for opened in providers.values():
+            opened.close()
     moved = sorted(rows, key=lambda row: row[1] - row[0])
     for before, after, text in [*moved[:8], *moved[-5:]]:
         print(f"{after - before:+8.1f} ms  off {before:7.1f}  on {after:7.1f}  {text!r}")

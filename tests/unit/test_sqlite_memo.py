@@ -97,11 +97,8 @@ def test_an_idle_catch_up_does_not_wait_for_a_poll_interval(tmp_path: Path) -> N
         assert provider.search(SessionQueryRequest(query="again")).matches
 
 
-def test_narrowing_hits_to_the_workspace_s_entries_gives_the_same_pages(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A common word's hits span every workspace; past a threshold the scope's entries are read
-    # and the hits narrowed to them (sqlite_provider._narrow_to_scope). Forced on and off: same pages.
+def _three_workspaces(tmp_path: Path) -> Path:
+    """Three workspaces of three sessions, each entry holding one of five near words."""
     path = tmp_path / "members.db"
     words = ("ledger", "ledgers", "hedge", "legend", "edger")
     records: list[dict[str, Any]] = []
@@ -113,9 +110,19 @@ def test_narrowing_hits_to_the_workspace_s_entries_gives_the_same_pages(
     with SQLiteEntryLog(path) as log:
         log.append_many(records)
     _index(path)
+    return path
+
+
+def test_narrowing_hits_to_the_workspace_s_entries_gives_the_same_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A common word's hits span every workspace; once placing them costs more than reading the
+    # scope's entries, those are read and the hits narrowed to them (_narrow_to_scope). Forced on
+    # and off: same pages.
+    path = _three_workspaces(tmp_path)
     pages: dict[str, list[list[tuple[str, int]]]] = {}
-    for name, past, cost in (("lookups", 10**9, 2), ("members", 0, 10**9)):
-        monkeypatch.setattr(sqlite_provider, "_MEMBERS_PAST", past)
+    for name, most, cost in (("lookups", 0, 2), ("members", 10**9, 10**9)):
+        monkeypatch.setattr(sqlite_provider, "_MEMBERS_MAX", most)
         monkeypatch.setattr(sqlite_provider, "_LOOKUP_COST", cost)
         with SQLiteProvider(Scope.workspace("ws-b"), path, scan_max_rows=0) as provider:
             results = [
@@ -131,3 +138,28 @@ def test_narrowing_hits_to_the_workspace_s_entries_gives_the_same_pages(
                 assert all(set(best) <= members for hits in kept for best in hits.best)
     assert pages["members"] == pages["lookups"]
     assert all(page and all(sid.startswith("ws-b-") for sid, _ in page) for page in pages["members"])
+
+
+def test_a_workspace_s_entries_are_read_once_the_lookups_would_pay_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rent or buy: a first search places its hits one by one; once those lookups and the next
+    # search's hits would cost more than reading the scope's entries, the entries are read.
+    path = _three_workspaces(tmp_path)
+    monkeypatch.setattr(sqlite_provider, "_LOOKUP_COST", 1)
+    with SQLiteProvider(Scope.workspace("ws-b"), path, scan_max_rows=0) as provider:
+        memo = provider.engine._memo
+        first = provider.search(SessionQueryRequest(query="hedge", limit=5))
+        size = memo.sizes.get(("scope", None))
+        assert size is not None and first.matches
+        assert memo.members.get(("ws-b",)) is None
+        placed_first = memo.lookups  # the file's "hedge" entries, every workspace's
+        assert 0 < placed_first < size
+        provider.search(SessionQueryRequest(query="legend", limit=5))
+        members = memo.members.get(("ws-b",))
+        assert members is not None and len(members) == size
+        lookups = memo.lookups
+        again = provider.search(SessionQueryRequest(query="ledger", limit=5))
+        assert again.matches and all(m.session_id.startswith("ws-b-") for m in again.matches)
+        # As many "ledger" entries as "hedge" ones in the file, but only the scope's are placed.
+        assert 0 < memo.lookups - lookups < placed_first

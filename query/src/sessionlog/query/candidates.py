@@ -37,6 +37,7 @@ from sessionlog.query.scoring import (
     is_compound,
     typo_match,
 )
+from sessionlog.query.sqlite_column import read_column
 from sessionlog.query.sqlite_memo import Bounded
 
 __all__ = [
@@ -303,8 +304,8 @@ def _near_terms(
     near = f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ?"
     if mixed_key(word) is not None:
         runs = "*" + "*".join(_DIGIT_RUNS.findall(word)) + "*"
-        return [r[0] for r in conn.execute(f"{near} AND term GLOB ?", (*window, runs))]
-    terms = [r[0] for r in conn.execute(near, window)]
+        return read_column(conn, f"{near} AND term GLOB ?", (*window, runs))
+    terms = read_column(conn, near, window)
     return [
         term
         for term, _, _ in process.extract(word, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)

@@ -32,6 +32,7 @@ from sessionlog.query.scoring import (
     is_compound,
     phrase_words,
 )
+from sessionlog.query.sqlite_column import read_column
 from sessionlog.query.sqlite_parts import parts_rowids
 
 __all__ = ["INSTANCES", "Hits", "create_instances"]
@@ -129,7 +130,7 @@ class Hits:
                     found: Iterable[int] = parts_rowids(conn, arm, within, bounds, only)
                 else:
                     sql = f"SELECT rowid FROM ({arm.sql}){within}"
-                    found = (rid for (rid,) in conn.execute(sql, (*arm.params, *bounds)))
+                    found = read_column(conn, sql, (*arm.params, *bounds))
                 for rid in self._in_scope(found):
                     if best.get(rid, -1.0) < tier:
                         best[rid] = tier
@@ -139,8 +140,8 @@ class Hits:
         if phase == arms_of.EXACT and len(self.words) > 1:
             text = arms_of.phrase(" ".join(phrase_words([w.text for w in self.words])))
             phrase_sql = "SELECT rowid FROM events_tri WHERE events_tri MATCH ?"
-            rows = conn.execute(f"SELECT rowid FROM ({phrase_sql}){within}", (text, *bounds))
-            self.phrase.update(self._in_scope(rid for (rid,) in rows))
+            rows = read_column(conn, f"SELECT rowid FROM ({phrase_sql}){within}", (text, *bounds))
+            self.phrase.update(self._in_scope(rows))
 
     def count(self, conn: sqlite3.Connection) -> bool:
         """Read the occurrences of the words the index can count (an ASCII word is one token of

@@ -71,6 +71,8 @@ class SnapshotMemo:
         self.sizes: Bounded[int] = Bounded(256)
         self.hits: Bounded[Hits] = Bounded(SCORED_QUERIES)
         self.members: Bounded[frozenset[int]] = Bounded(2)
+        #: Entries placed one by one (by rowid) so far on this data.
+        self.lookups = 0
         self._scores: Bounded[dict[int, float | None]] = Bounded(SCORED_QUERIES)
         self._placed: Bounded[dict[int, tuple[int, str, bool] | None]] = Bounded(SCORED_QUERIES)
 
@@ -84,6 +86,7 @@ class SnapshotMemo:
             self.sizes.clear()
             self.hits.clear()
             self.members.clear()
+            self.lookups = 0
             self._scores.clear()
             self._placed.clear()
 

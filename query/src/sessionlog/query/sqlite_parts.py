@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from sessionlog.query.candidates import Arm
+from sessionlog.query.sqlite_column import read_column
 
 __all__ = ["SEEKS_MAX", "SMALL", "parts_rowids"]
 
@@ -62,8 +63,7 @@ def _keep(
     if len(rids) * _terms(arms) > SEEKS_MAX:
         whole: set[int] = set()
         for arm in arms:
-            found = conn.execute(f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds))
-            whole.update(rid for (rid,) in found)
+            whole.update(read_column(conn, f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds)))
         return rids & whole
     ordered = sorted(rids)
     kept: set[int] = set()
@@ -72,7 +72,7 @@ def _keep(
         marks = ",".join("?" * len(chunk))
         for arm in arms:
             sql = f"SELECT rowid FROM ({arm.sql}){_where(f'rowid IN ({marks})', within)}"
-            kept.update(rid for (rid,) in conn.execute(sql, (*arm.params, *bounds, *chunk)))
+            kept.update(read_column(conn, sql, (*arm.params, *bounds, *chunk)))
     return kept
 
 
@@ -99,8 +99,7 @@ def parts_rowids(
         else:
             small.append(found)
     if not small:
-        every = conn.execute(f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds))
-        return [rid for (rid,) in every]
+        return read_column(conn, f"SELECT rowid FROM ({arm.sql}){within}", (*arm.params, *bounds))
     return _narrow(conn, common, set.intersection(*small), within, bounds)
 
 

@@ -49,6 +49,7 @@ from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
 from sessionlog.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus
 from sessionlog.query.sqlite_access import SQLiteFile, sqlite_file
+from sessionlog.query.sqlite_column import read_column
 from sessionlog.query.sqlite_hits import Hits, create_instances
 from sessionlog.query.sqlite_memo import HITS_KEPT_MAX, SnapshotMemo
 from sessionlog.query.sqlite_rows import doc_ids, holding, page_hits
@@ -67,11 +68,13 @@ __all__ = [
 LOG_TOPIC: Final = "log"
 #: Candidates per entry of the page past which the words' occurrences are read from the index.
 _COUNT_PAST: Final = 4
-#: A word's hits past which a workspace scope's hits may be narrowed to the scope's entries.
-_MEMBERS_PAST: Final = 20_000
-#: Placing a hit costs at least twice what reading one entry of the workspace's index does (a
-#: lookup alone 1.1 µs against 0.5 µs at 1M entries, then its share of every later phase).
-_LOOKUP_COST: Final = 2
+#: Placing a hit by rowid costs about ten times what reading one entry of the workspace's index
+#: does (at 1M entries: 4.7–5.0 µs a lookup of 20,000 hits spread over the file, against
+#: 0.35–0.44 µs an entry of a workspace's 61,000 or 203,000), before its share of every later phase.
+_LOOKUP_COST: Final = 10
+#: Workspace scopes past this many entries are never narrowed: their entries would be kept in
+#: memory (about 60 bytes each) for as long as the data stays the same.
+_MEMBERS_MAX: Final = 500_000
 
 
 class SQLiteEngine:
@@ -281,7 +284,9 @@ class SQLiteEngine:
             hits.add(conn, phase, partial)
             self._narrow_to_scope(conn, hits, session_id)
             self._check_deadline()
+            before = len(placed)
             ranking.place(conn, self.scope, plan, session_id, hits.entries(partial), placed)
+            self._memo.lookups += len(placed) - before
             candidates = ranking.candidates(hits, partial, placed)
             if len(candidates) > _COUNT_PAST * need and hits.count(conn):
                 candidates = ranking.candidates(hits, partial, placed)  # tighter bounds: stop sooner
@@ -297,23 +302,29 @@ class SQLiteEngine:
         return top[offset:], hints
 
     def _narrow_to_scope(self, conn: sqlite3.Connection, hits: Hits, session_id: str | None) -> None:
-        """Narrow the hits of a workspace scope to its entries once a word has more hits than
-        :data:`_MEMBERS_PAST` and than half the scope holds: a common word's hits span the whole
-        file, and reading the scope's entries from its index costs less than carrying every other
-        workspace's hits through each phase (``buz`` at 1M entries: 78,000 hits, of which 4,900 in
-        a workspace of 61,000 entries)."""
+        """Narrow the hits of a workspace scope to its entries, read once from its index and kept
+        while the data stays the same: a common word's hits span the whole file, and every hit
+        outside the scope would otherwise be placed by a lookup of its own and carried through
+        each phase (``buz`` at 1M entries: 78,000 hits, of which 4,900 in a workspace of 61,000
+        entries).
+
+        The entries are read once the lookups they save pay for reading them: this search's hits
+        plus the lookups the engine's earlier searches already paid on the same data, against the
+        scope's size (a rent-or-buy choice, never more than about twice the better of the two).
+        A word with 20,000 hits in a workspace of 200,000 entries places them one by one; the
+        next such searches of the same provider read the entries and place only the scope's."""
         if hits.members is not None or session_id is not None or self.scope.kind != "workspaces":
-            return
-        held = hits.held()
-        size = self._memo.sizes.get(("scope", None))
-        if held <= _MEMBERS_PAST or size is None or held * _LOOKUP_COST < size:
             return
         key = tuple(self.scope.ids)
         members = self._memo.members.get(key)
         if members is None:
+            size = self._memo.sizes.get(("scope", None))
+            paid = hits.held() + self._memo.lookups
+            if size is None or size > _MEMBERS_MAX or paid * _LOOKUP_COST < size:
+                return
             marks = ",".join("?" * len(key))
-            rows = conn.execute(f"SELECT e.rid FROM events e WHERE e.workspace_id IN ({marks})", key)
-            members = self._memo.members.put(key, frozenset(rid for (rid,) in rows))
+            sql = f"SELECT e.rid FROM events e WHERE e.workspace_id IN ({marks})"
+            members = self._memo.members.put(key, frozenset(read_column(conn, sql, key)))
         hits.keep_only(members)
 
     def _rid_range(self, conn: sqlite3.Connection, session_id: str | None) -> tuple[int, int] | None:

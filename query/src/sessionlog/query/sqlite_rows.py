@@ -9,6 +9,7 @@ import orjson
 
 from sessionlog.query import candidates as arms_of
 from sessionlog.query.engine import EngineHit
+from sessionlog.query.sqlite_column import read_column
 
 __all__ = ["doc_ids", "holding", "page_hits"]
 
@@ -66,5 +67,5 @@ def holding(conn: sqlite3.Connection, words: frozenset[str], rids: tuple[int, in
     match = " OR ".join(arms_of.phrase(word) for word in sorted(words))
     sql = "SELECT rowid FROM events_words WHERE events_words MATCH ?"
     if rids is None:
-        return [rid for (rid,) in conn.execute(sql, (match,))]
-    return [rid for (rid,) in conn.execute(f"{sql} AND rowid BETWEEN ? AND ?", (match, *rids))]
+        return read_column(conn, sql, (match,))
+    return read_column(conn, f"{sql} AND rowid BETWEEN ? AND ?", (match, *rids))
