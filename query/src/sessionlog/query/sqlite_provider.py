@@ -311,8 +311,9 @@ class SQLiteEngine:
         The entries are read once the lookups they save pay for reading them: this search's hits
         plus the lookups the engine's earlier searches already paid on the same data, against the
         scope's size (a rent-or-buy choice, never more than about twice the better of the two).
-        A word with 20,000 hits in a workspace of 200,000 entries places them one by one; the
-        next such searches of the same provider read the entries and place only the scope's."""
+        A word with 15,000 hits in a workspace of 200,000 entries places them one by one; the
+        provider's next such search reads the entries, and from then on only the scope's hits
+        are placed."""
         if hits.members is not None or session_id is not None or self.scope.kind != "workspaces":
             return
         key = tuple(self.scope.ids)
