@@ -143,13 +143,14 @@ def main() -> None:
             if args.warm:
                 order = (False, True) if number % 2 else (True, False)
                 timed = {on: _timed(provider(scope_id, on), switch, on, text, cold=False) for on in order}
-                runs = [timed[False], timed[True], timed[False], timed[True]]
+                (off_ms, off_page), (on_ms, on_page) = timed[False], timed[True]
             else:
-                cold = (False, True, False, True)
-                runs = [_timed(provider(scope_id, False), switch, on, text) for on in cold]
-            if args.change in ("parts", "narrow") and runs[0][1] != runs[1][1]:
-                raise SystemExit(f"pages differ for {text!r}: {runs[0][1]} vs {runs[1][1]}")
-            rows.append((min(runs[0][0], runs[2][0]), min(runs[1][0], runs[3][0]), text))
+                runs = [_timed(provider(scope_id, False), switch, on, text) for on in (False, True) * 2]
+                (off_ms, off_page), (on_ms, on_page) = runs[0], runs[1]
+                off_ms, on_ms = min(off_ms, runs[2][0]), min(on_ms, runs[3][0])
+            if args.change in ("parts", "narrow") and off_page != on_page:
+                raise SystemExit(f"pages differ for {text!r}: {off_page} vs {on_page}")
+            rows.append((off_ms, on_ms, text))
     finally:
         switch.restore()
         for opened in providers.values():

@@ -288,9 +288,8 @@ class SQLiteEngine:
             hits.add(conn, phase, partial)
             self._narrow_to_scope(conn, hits, session_id)
             self._check_deadline()
-            before = len(placed)
-            ranking.place(conn, self.scope, plan, session_id, hits.entries(partial), placed)
-            self._memo.lookups += len(placed) - before
+            entries = hits.entries(partial)
+            self._memo.lookups += ranking.place(conn, self.scope, plan, session_id, entries, placed)
             candidates = ranking.candidates(hits, partial, placed)
             if len(candidates) > _COUNT_PAST * need and hits.count(conn):
                 candidates = ranking.candidates(hits, partial, placed)  # tighter bounds: stop sooner

@@ -86,12 +86,12 @@ def place(
     session_id: str | None,
     rids: Iterable[int],
     known: dict[int, Placed],
-) -> None:
+) -> int:
     """Look up the entries of ``rids`` that ``known`` does not hold yet: their sort fields when
-    they are in the scope and pass the filters, else ``None``."""
+    they are in the scope and pass the filters, else ``None``. Returns how many were looked up."""
     unknown = [rid for rid in rids if rid not in known]
     if not unknown:
-        return
+        return 0
     scope_sql, scope_params = scope_where(scope, session_id)
     filter_sql, filter_params = filter_where(plan)
     for start in range(0, len(unknown), _CHUNK):
@@ -107,6 +107,7 @@ def place(
                 [*chunk, *scope_params, *filter_params],
             )
         )
+    return len(unknown)
 
 
 def candidates(hits: Hits, partial: bool, known: dict[int, Placed]) -> list[Candidate]:
