@@ -202,6 +202,15 @@ class _Text:
                 self.counts[token] = self.counts.get(token, 0) + 1
         return self.counts.get(word, 0)
 
+    def close_terms(self, word: str, budget: int) -> list[tuple[int, str]]:
+        """``(edits, token)`` of the text's tokens within ``budget`` of ``word`` (digit rule included)."""
+        if mixed_key(word) is None:  # plain OSA distance: compared in C
+            found = process.extract(
+                word, self.folded_set, scorer=OSA.distance, score_cutoff=budget, limit=None
+            )
+            return [(int(distance), token) for token, distance, _ in found]
+        return [(d, t) for t in self.folded_set if (d := typo_match(word, t, budget)) is not None]
+
     def closest(self, word: str, budget: int) -> int | None:
         """The fewest edits from ``word`` to a token of the text within ``budget`` (digit rule
         included), else ``None``."""
@@ -221,7 +230,7 @@ def _plain_tier(raw: str, word: str, text: _Text, last: bool) -> float:
     if word in text.folded_set:
         return TIER_FOLDED
     best = 0.0
-    if last and len(word) >= 3:
+    if last and len(word) >= 3 and f" {word}" in text.joined:  # a token starts with it (found in C)
         best = max((extends(t, word) for t in text.folded_set), default=0.0)
         if best == TIER_PREFIX:
             return best
@@ -351,8 +360,7 @@ def text_reading(
         elif tier == TIER_SUBSTRING and _inside(word, seen):
             term = word
         elif tier in (TIER_FUZZY, TIER_FUZZY2):
-            budget = fuzzy_budget(word)
-            close = [(d, t) for t in seen.folded_set if (d := typo_match(word, t, budget)) is not None]
+            close = seen.close_terms(word, fuzzy_budget(word))
             term = min(close)[1] if close else ""
         out.append(term)
     return sum(tiers) + _phrase(seen, raw_words, words), tuple(out)
