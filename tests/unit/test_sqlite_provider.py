@@ -196,16 +196,18 @@ _FULL_SCAN = re.compile(r"^SCAN (e|events|terms|sessions|log)\b(?! VIRTUAL TABLE
 def test_every_statement_uses_an_index(db: Path) -> None:
     statements: list[str] = []
     with SQLiteProvider(Scope.workspace("ws-0"), db) as provider:
-        provider.search(SessionQueryRequest(query="x"))
+        provider.search(SessionQueryRequest(query="x"))  # opens the connection
         assert provider._conn is not None
         provider._conn.set_trace_callback(statements.append)
+        provider.engine._memo.check(object())  # what that search read is read again, traced
         for query in ("reprot budget", "quartely", "", "Zürich cafe", "9931", "ledger qqqzzzx"):
             provider.search(SessionQueryRequest(query=query))
             provider.search(SessionQueryRequest(query=query, session_id="p-2"))
     with SQLiteProvider(Scope.sessions(["p-1", "p-3"]), db) as provider:
-        provider.search(SessionQueryRequest(query="x"))
+        provider.search(SessionQueryRequest(query="x"))  # opens the connection
         assert provider._conn is not None
         provider._conn.set_trace_callback(statements.append)
+        provider.engine._memo.check(object())  # what that search read is read again, traced
         provider.search(SessionQueryRequest(query=""))
         provider.search(SessionQueryRequest(query="forcast"))
     selects = [s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH", "INSERT"))]

@@ -218,9 +218,28 @@ def test_a_scope_over_the_limit_uses_the_index(db: Path) -> None:
             provider.search(SessionQueryRequest(query="x"))
             assert provider._conn is not None
             provider._conn.set_trace_callback(statements.append)
+            provider.engine._memo.check(object())  # what that search read is read again, traced
             assert provider.search(SessionQueryRequest(query="reprot")).matches
         assert any("e.text FROM events e" in s for s in statements) is scanned
         assert any("events_words MATCH" in s for s in statements) is not scanned
+
+
+def test_a_scope_is_read_once_while_the_data_stays_the_same(db: Path) -> None:
+    statements: list[str] = []
+    with SQLiteProvider(Scope.workspace("ws-0"), db) as provider:
+        first = provider.search(SessionQueryRequest(query="x"))
+        assert provider._conn is not None
+        provider._conn.set_trace_callback(statements.append)
+        again = provider.search(SessionQueryRequest(query="x"))
+        for query in ("reprot", "quartely budget", ""):
+            assert provider.search(SessionQueryRequest(query=query, limit=3)).matches is not None
+        provider._conn.set_trace_callback(None)
+        assert not [s for s in statements if "e.text FROM events e" in s]
+        assert again.matches == first.matches
+        provider.engine._memo.check(object())  # what a write does: the next search reads again
+        provider._conn.set_trace_callback(statements.append)
+        assert provider.search(SessionQueryRequest(query="x")).matches == first.matches
+    assert len([s for s in statements if "e.text FROM events e" in s]) == 1
 
 
 def test_hints_are_the_page_words_within_the_typo_budget() -> None:
@@ -231,10 +250,15 @@ def test_hints_are_the_page_words_within_the_typo_budget() -> None:
     ]
 
 
+#: tokens whose digits a query word's edits may or may not keep (the digit rule)
+_WITH_DIGITS = ["python3", "pyhton3", "python31", "acct_99310", "acct_9931x", "v2.14.30", "eu-west-12"]
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     text=st.lists(
-        st.sampled_from([*WORDS, "repot", "reprot", "rpeort", "Zurich!", "get", "type"]), max_size=8
+        st.sampled_from([*WORDS, "repot", "reprot", "rpeort", "Zurich!", "get", "type", *_WITH_DIGITS]),
+        max_size=8,
     ),
     word=queries(),
     seed=st.integers(0, 2**16),

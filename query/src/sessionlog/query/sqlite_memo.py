@@ -18,6 +18,7 @@ from sessionlog.query.engine import Corpus
 
 if TYPE_CHECKING:  # sqlite_hits imports candidates, which imports this module
     from sessionlog.query.sqlite_hits import Hits
+    from sessionlog.query.sqlite_scan import ScopeRow
 
 __all__ = ["HITS_KEPT_MAX", "Bounded", "SnapshotMemo"]
 
@@ -33,6 +34,9 @@ class Bounded(Generic[V]):
 
     def get(self, key: Hashable) -> V | None:
         return self._items.get(key)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._items
 
     def put(self, key: Hashable, value: V) -> V:
         self._items.pop(key, None)
@@ -60,8 +64,8 @@ HITS_KEPT_MAX: Final = 200_000
 
 
 class SnapshotMemo:
-    """Counts, typo candidates, rowid ranges, index hits, a workspace scope's entries, placed
-    entries and scores computed on one version of the data."""
+    """Counts, typo candidates, rowid ranges, index hits, a workspace scope's entries, a scanned
+    scope's entries, placed entries and scores computed on one version of the data."""
 
     def __init__(self) -> None:
         self._data: Hashable = None
@@ -71,6 +75,8 @@ class SnapshotMemo:
         self.sizes: Bounded[int] = Bounded(256)
         self.hits: Bounded[Hits] = Bounded(SCORED_QUERIES)
         self.members: Bounded[frozenset[int]] = Bounded(2)
+        #: A scanned scope's entries, text folded (``None``: too large to scan), per scope and filter.
+        self.scans: Bounded[tuple[ScopeRow, ...] | None] = Bounded(2)
         #: Entries placed one by one (by rowid) so far on this data.
         self.lookups = 0
         self._scores: Bounded[dict[int, float | None]] = Bounded(SCORED_QUERIES)
@@ -86,6 +92,7 @@ class SnapshotMemo:
             self.sizes.clear()
             self.hits.clear()
             self.members.clear()
+            self.scans.clear()
             self.lookups = 0
             self._scores.clear()
             self._placed.clear()

@@ -53,7 +53,7 @@ from sessionlog.query.sqlite_column import read_column
 from sessionlog.query.sqlite_hits import Hits, create_instances
 from sessionlog.query.sqlite_memo import HITS_KEPT_MAX, SnapshotMemo
 from sessionlog.query.sqlite_rows import doc_ids, holding, page_hits
-from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, page_hints, scan_rank
+from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, page_hints, scan_rank, scope_rows
 
 __all__ = [
     "LOG_TOPIC",
@@ -234,10 +234,16 @@ class SQLiteEngine:
         scope_sql, scope_params = ranking.scope_where(self.scope, session_id)
         filter_sql, filter_params = ranking.filter_where(plan)
         where = (f"{scope_sql} AND {filter_sql}", [*scope_params, *filter_params])
-        found = scan_rank(conn, where, plan, partial, need, self._check_deadline, self.scan_max_rows, skip)
-        if found is None:
+        key = (where[0], *where[1])
+        if key in self._memo.scans:  # the provider asks again on the same data (a wider window, readings)
+            rows = self._memo.scans.get(key)
+        else:
+            read = scope_rows(conn, where, self._check_deadline, self.scan_max_rows)
+            rows = self._memo.scans.put(key, read)
+        if rows is None:
             return None
-        page, texts = found
+        scores = self._memo.scores((plan.raw_words, plan.words, partial))
+        page, texts = scan_rank(rows, plan, partial, need, self._check_deadline, skip, scores)
         return page, page_hints(plan.words, [texts[rid] for rid, _ in page])
 
     def _rank(

@@ -15,6 +15,7 @@ plan changes latency only; a property test holds both paths to the same pages. T
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any, Final
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from sessionlog.indexer.textfold import WORD_RE, fold, is_cjk, mixed_key, word_tokens
+from sessionlog.indexer.textfold import WORD_RE, fold, is_cjk, word_tokens
 from sessionlog.query.builder import QueryPlan
 from sessionlog.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
 
@@ -32,10 +33,12 @@ __all__ = [
     "SCAN_MAX_CHARS",
     "SCAN_MAX_ROWS",
     "Needle",
+    "ScopeRow",
     "may_match",
     "needle",
     "page_hints",
     "scan_rank",
+    "scope_rows",
 ]
 
 #: Most entries a scope may hold to be scanned (scoring one costs ~10-40 µs of Python).
@@ -45,34 +48,40 @@ SCAN_MAX_CHARS: Final = 2_000_000
 #: A tool call's arguments weigh less than a message's text (the same weight on both paths).
 ARGS_WEIGHT: Final = 0.75
 _CHECK_EVERY: Final = 128
+_DIGIT_RUNS: Final = re.compile(r"\d+")
 
 Ranked = list[tuple[int, float]]
 
 
-def scan_rank(
+@dataclass(frozen=True, slots=True)
+class ScopeRow:
+    """One entry of a scanned scope, its text folded once for every query scanned over it."""
+
+    rid: int
+    seq: int
+    session_id: str
+    weight: float
+    text: str
+    folded: str
+
+
+def scope_rows(
     conn: sqlite3.Connection,
     where: tuple[str, list[Any]],
-    plan: QueryPlan,
-    partial: bool,
-    need: int,
     check: Callable[[], None],
     max_rows: int = SCAN_MAX_ROWS,
-    skip: frozenset[str] = frozenset(),
-) -> tuple[Ranked, dict[int, str]] | None:
-    """The top ``need`` ``(rid, score)`` of the entries matching ``where`` (an SQL condition over
-    ``events e`` and its parameters: scope and kind filter) and the page's texts by rid, or ``None``
-    when the scope holds more than ``max_rows`` entries or :data:`SCAN_MAX_CHARS` characters (the
-    caller then uses the index). Entries holding a word of ``skip`` are left out."""
+) -> tuple[ScopeRow, ...] | None:
+    """The entries matching ``where`` (an SQL condition over ``events e`` and its parameters: scope
+    and kind filter), or ``None`` when they are more than ``max_rows`` or hold more than
+    :data:`SCAN_MAX_CHARS` characters (the caller then uses the index)."""
     sql, params = where
     count = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE {sql} LIMIT ?)", [*params, max_rows + 1]
     ).fetchone()[0]
     if int(count) > max_rows:
         return None
-    scored: list[tuple[float, int, str, int]] = []
-    texts: dict[int, str] = {}
+    found: list[ScopeRow] = []
     chars = 0
-    needles = [needle(word) for word in plan.words]
     rows = conn.execute(
         f"SELECT e.rid, e.seq, e.session_id, e.type, e.text FROM events e WHERE {sql}", params
     )
@@ -82,16 +91,42 @@ def scan_rank(
         chars += len(text)
         if chars > SCAN_MAX_CHARS:
             return None
-        folded = fold(text.lower())
-        if not may_match(folded, needles, partial):
-            continue
-        if skip and not skip.isdisjoint(word_tokens(folded)):
-            continue
         weight = ARGS_WEIGHT if kind == "tool/call" else 1.0
-        score = score_text(text, plan.raw_words, plan.words, weight=weight, partial=partial)
-        if score is not None:
-            scored.append((score, int(seq), str(session_id), int(rid)))
-            texts[int(rid)] = text
+        found.append(ScopeRow(int(rid), int(seq), str(session_id), weight, text, fold(text.lower())))
+    return tuple(found)
+
+
+def scan_rank(
+    rows: Sequence[ScopeRow],
+    plan: QueryPlan,
+    partial: bool,
+    need: int,
+    check: Callable[[], None],
+    skip: frozenset[str] = frozenset(),
+    scores: dict[int, float | None] | None = None,
+) -> tuple[Ranked, dict[int, str]]:
+    """The top ``need`` ``(rid, score)`` of ``rows`` (:func:`scope_rows`) and the page's texts by
+    rid. Entries holding a word of ``skip`` are left out. ``scores`` keeps each entry's score
+    under this plan (``None``: no match) for the engine's next scan of the same query on the same
+    data (the provider asks again for a wider window of the same ranking)."""
+    known: dict[int, float | None] = {} if scores is None else scores
+    scored: list[tuple[float, int, str, int]] = []
+    texts: dict[int, str] = {}
+    needles = [needle(word) for word in plan.words]
+    for i, row in enumerate(rows):
+        if i % _CHECK_EVERY == 0:
+            check()
+        if row.rid in known:
+            score = known[row.rid]
+        elif may_match(row.folded, needles, partial):
+            score = score_text(row.text, plan.raw_words, plan.words, weight=row.weight, partial=partial)
+            known[row.rid] = score
+        else:
+            score = known[row.rid] = None
+        if score is None or (skip and not skip.isdisjoint(word_tokens(row.folded))):
+            continue
+        scored.append((score, row.seq, row.session_id, row.rid))
+        texts[row.rid] = row.text
     scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
     top = [(rid, score) for score, _, _, rid in scored[:need]]
     return top, {rid: texts[rid] for rid, _ in top}
@@ -120,7 +155,11 @@ def needle(word: str) -> Needle | None:
     contains the word (its parts, for an identifier); a typo within the budget leaves one of the
     word's ``budget + 1`` pieces (separated by one character, so that an edit, an adjacent swap
     included, breaks at most one) intact, or, when the pieces would be single letters, is a word of
-    the text within the budget. Words with digits keep them exact under their own rule: no test."""
+    the text within the budget. Digits match exactly at every tier (a word with letters too keeps
+    its digit skeleton): the word's longest run of digits is in the text."""
+    runs = _DIGIT_RUNS.findall(word)
+    if runs and not is_cjk(word):
+        return Needle((max(runs, key=len),))
     if is_compound(word):
         parts = [needle(part) for part in WORD_RE.findall(word)]
         if not parts or any(p is None or not p.pieces for p in parts):
@@ -128,7 +167,7 @@ def needle(word: str) -> Needle | None:
         return Needle(tuple(piece for part in parts if part for piece in part.pieces))  # one part: necessary
     if is_cjk(word):
         return Needle((word,))
-    if mixed_key(word) is not None or not word:
+    if not word:
         return None
     budget = fuzzy_budget(word)
     if not budget:
