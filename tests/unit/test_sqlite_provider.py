@@ -20,7 +20,7 @@ from sessionlog.backend import Backend
 from sessionlog.indexer.embedded import embedded_runner
 from sessionlog.indexer.sqlite_view import SQLiteView
 from sessionlog.ingest.sqlite_log import SQLiteEntryLog, connect
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
+from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest, candidates
 from sessionlog.query.cursor import encode_cursor, request_fingerprint
 from sessionlog.query.plan import excerpt_budget, plan_request
 from sessionlog.query.scoring import fuzzy_budget, score_text, typo_budget, typo_match
@@ -252,7 +252,14 @@ def _vocabulary_file(path: Path, vocab: list[str]) -> sqlite3.Connection:
     return connect(path)
 
 
-def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: Path) -> None:
+@pytest.mark.parametrize("compared_max", [None, 10])
+def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compared_max: int | None
+) -> None:
+    # Every term of a near length compared (complete), or, past that many (the trigram probe
+    # plus the one-edit ranges), every one-edit term and most two-edit ones.
+    if compared_max is not None:
+        monkeypatch.setattr(candidates, "_SCAN_TERMS_MAX", compared_max)
     rng = random.Random(5)
     vocab = sorted({_random_word(rng) for _ in range(4000)})
     conn = _vocabulary_file(tmp_path / "terms.db", vocab)
@@ -274,6 +281,8 @@ def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(tmp_path: 
     finally:
         conn.close()
     assert wanted_far > 20
+    if compared_max is None:
+        assert found_far == wanted_far
     assert found_far / wanted_far >= 0.8, (found_far, wanted_far)
 
 

@@ -244,7 +244,7 @@ def expansions(
     (every one-edit variant keeps one of them), and for a two-edit budget every term of the scope of
     a near length (when there are at most 150,000: complete) or else the padded trigrams of the word
     in ``vocab_tri``; each candidate is verified by :func:`~sessionlog.query.scoring.typo_match`.
-    ``sizes`` keeps the number of terms per length window found earlier on the same data."""
+    ``sizes`` keeps the length windows found too large to compare every term on the same data."""
     budget = fuzzy_budget(word)
     n = len(word)
     if budget == 0 or not workspaces:
@@ -255,18 +255,14 @@ def expansions(
     scanned = False
     if budget >= 2:
         window = (*workspaces, n - budget, n + budget)
-        terms = sizes.get(window) if sizes is not None else None
-        if terms is None:
-            near = f"SELECT 1 FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ? LIMIT ?"
-            terms = int(
-                conn.execute(f"SELECT count(*) FROM ({near})", (*window, _SCAN_TERMS_MAX + 1)).fetchone()[0]
-            )
-            if sizes is not None:
-                sizes.put(window, terms)
-        if terms <= _SCAN_TERMS_MAX:  # the scope's own terms of a near length, every one compared
-            found.update(_near_terms(conn, word, budget, marks, window))
+        crowded = sizes is not None and sizes.get(window) is not None
+        near = None if crowded else _near_terms(conn, word, budget, marks, window)
+        if near is not None:  # the scope's own terms of a near length, every one compared
+            found.update(near)
             scanned = True  # complete: the one-edit ranges below would add nothing
         else:
+            if sizes is not None:
+                sizes.put(window, _SCAN_TERMS_MAX + 1)
             probed = _trigram_probe(conn, word, budget, workspaces)
             complete = len(probed) < _TRIGRAM_PROBE_LIMIT
             found.update(probed)
@@ -296,16 +292,23 @@ def expansions(
 
 def _near_terms(
     conn: sqlite3.Connection, word: str, budget: int, marks: str, window: tuple[Any, ...]
-) -> list[str]:
+) -> list[str] | None:
     """The workspaces' terms of a near length within ``budget`` edits of ``word`` (OSA distance,
-    compared in C). For a word with digits, the terms holding its digit runs in the same order
+    compared in C), or ``None`` when they are more than :data:`_SCAN_TERMS_MAX` (read in one
+    statement, not counted first: a count of the largest workspace's 50,000 cost a third of
+    reading them). For a word with digits, the terms holding its digit runs in the same order
     (``GLOB``, in C: every term with the same digit skeleton does); the caller's ``typo_match``
     then applies the digit rule."""
     near = f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ?"
     if mixed_key(word) is not None:
         runs = "*" + "*".join(_DIGIT_RUNS.findall(word)) + "*"
-        return read_column(conn, f"{near} AND term GLOB ?", (*window, runs))
-    terms = read_column(conn, near, window)
+        near += " AND term GLOB ?"
+        window = (*window, runs)
+    terms = read_column(conn, f"{near} LIMIT ?", (*window, _SCAN_TERMS_MAX + 1))
+    if len(terms) > _SCAN_TERMS_MAX:
+        return None
+    if mixed_key(word) is not None:
+        return terms
     return [
         term
         for term, _, _ in process.extract(word, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)
