@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessionlog.indexer.sqlite_view import text_rows
 from sessionlog.indexer.textfold import IDENT_RE, QUERY_TOKEN_RE, cjk_grams, fold, is_cjk, mixed_key
@@ -17,9 +19,13 @@ from sessionlog.query.scoring import (
     TIER_PREFIX,
     TIER_PREFIX_NUMBER,
     TIER_SUBSTRING,
+    _Text,
+    extends,
+    fuzzy_budget,
     max_bonus,
     score_text,
     typo_match,
+    word_tier,
 )
 
 
@@ -109,3 +115,26 @@ def test_only_the_last_word_may_be_a_prefix() -> None:
     assert _score("the backstage crew", "backst crew") == pytest.approx(
         TIER_SUBSTRING + TIER_EXACT + FIELD_BONUS
     )
+
+
+_LETTERS = st.text(alphabet="abcdeéz", min_size=1, max_size=7)
+_TOKENS = st.one_of(_LETTERS, st.builds(lambda a, n: f"{a}{n}", _LETTERS, st.integers(0, 99)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(tokens=st.lists(_TOKENS, min_size=1, max_size=12), word=_TOKENS)
+def test_the_fast_paths_give_the_tokens_one_by_one_would(tokens: list[str], word: str) -> None:
+    # The prefix tier is first looked for in the joined text (in C), a reading's close tokens come
+    # from rapidfuzz: the same as comparing every token of the text in Python.
+    seen = _Text.of(" ".join(tokens))
+    folded = fold(word)
+    budget = fuzzy_budget(folded)
+    slow = sorted(
+        (d, t) for t in seen.folded_set if (d := typo_match(folded, t, budget)) is not None
+    )  # fmt: skip
+    assert sorted(seen.close_terms(folded, budget)) == slow
+    tier = word_tier(folded, folded, seen, True)
+    if folded not in seen.exact and folded not in seen.folded_set and len(folded) >= 3:
+        prefix = max((extends(t, folded) for t in seen.folded_set), default=0.0)
+        assert tier >= prefix
+        assert prefix != TIER_PREFIX or tier == TIER_PREFIX
