@@ -75,8 +75,10 @@ class SnapshotMemo:
         self.sizes: Bounded[int] = Bounded(256)
         self.hits: Bounded[Hits] = Bounded(SCORED_QUERIES)
         self.members: Bounded[frozenset[int]] = Bounded(2)
-        #: A scanned scope's entries, text folded (``None``: too large to scan), per scope and filter.
-        self.scans: Bounded[tuple[ScopeRow, ...] | None] = Bounded(2)
+        #: A scanned scope's entries, text folded (``None``: too large to scan), for the last scope
+        #: and filter scanned: the provider core's calls for one search share them. One, not more:
+        #: a scope of 2 M characters keeps about 4 MB (its text and the folded copy).
+        self.scans: Bounded[tuple[ScopeRow, ...] | None] = Bounded(1)
         #: Entries placed one by one (by rowid) so far on this data.
         self.lookups = 0
         self._scores: Bounded[dict[int, float | None]] = Bounded(SCORED_QUERIES)
