@@ -91,7 +91,9 @@ def _read_around_a_kept_rebalance(
                 quiet_since = None
             elif quiet_since is None:
                 quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since > 2.0:  # read everything there was to read again
+            # Read everything there was to read again; a rewound member that has read nothing yet
+            # may still be rejoining on a busy machine (CI saw 2 s pass before its first fetch).
+            elif time.monotonic() - quiet_since > (10.0 if rewind and not after else 2.0):
                 break
         assert revoked, "no rebalance"
         return read, after
