@@ -91,9 +91,10 @@ def _read_around_a_kept_rebalance(
                 quiet_since = None
             elif quiet_since is None:
                 quiet_since = time.monotonic()
-            # Read everything there was to read again; a rewound member that has read nothing yet
-            # may still be rejoining on a busy machine (CI saw 2 s pass before its first fetch).
-            elif time.monotonic() - quiet_since > (10.0 if rewind and not after else 2.0):
+            # Read everything there was to read again. A rewound member reads every partition
+            # again once it has rejoined, which on a busy machine can take longer than any fixed
+            # quiet time (CI saw 2 s pass before its first fetch): wait for that, up to the deadline.
+            elif time.monotonic() - quiet_since > 2.0 and (not rewind or set(after) >= set(read)):
                 break
         assert revoked, "no rebalance"
         return read, after
