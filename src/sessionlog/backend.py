@@ -239,7 +239,9 @@ class Backend:
             from sessionlog.indexer.settings import IndexerSettings
 
             idle = settings_from_env(IndexerSettings).idle_timeout_s
-            return embedded_runner(self.sqlite_path, metrics_port=metrics_port, idle_timeout_s=idle)
+            return embedded_runner(
+                self.sqlite_path, metrics_port=metrics_port, idle_timeout_s=idle, bulk_catch_up=True
+            )
         from sessionlog.indexer.worker import kafka_runner
 
         assert self.indexer is not None

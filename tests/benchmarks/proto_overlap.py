@@ -59,7 +59,7 @@ from sessionlog.indexer.embedded import INDEXER_CACHE_KIB, INDEXER_CHECKPOINT_PA
 from sessionlog.indexer.metrics import IndexerMetrics
 from sessionlog.indexer.ports import Entry, RawRecord
 from sessionlog.indexer.projector import Action
-from sessionlog.indexer.sqlite_event_writes import _event_row
+from sessionlog.indexer.sqlite_event_writes import event_row
 from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, text_rows
 from sessionlog.indexer.sqlite_source import stored_position
 from sessionlog.indexer.sqlite_view import SQLiteView
@@ -157,7 +157,7 @@ class _Builder:
         by_ws: dict[str, set[str]] = {}
         for action in actions:
             if action.target == "events" and action.op == "create":
-                row = _event_row(action)
+                row = event_row(action)
                 k = len(events)
                 events.append([*row[:12], row[12].decode()])
                 text = text_rows(str(row[11]))
@@ -234,7 +234,7 @@ def write_job(conn: sqlite3.Connection, view: SQLiteView, job: Job, parts: Parts
         conn.execute(_SPARSE.format(table="events_cjk"), (mark, job.cjk))
         tick("sql: events_words/tri/ident/cjk")
         for action in job.updates:
-            result = view._update_event(action)
+            result = view.update_event(action)
             if result.reason:
                 raise SystemExit(f"update failed: {result.reason}")
         tick("sql: updates")

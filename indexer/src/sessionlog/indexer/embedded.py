@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sessionlog.indexer.errors import SourceFailed, SourceUnavailable
 from sessionlog.indexer.runner import Runner
+from sessionlog.indexer.sqlite_catchup import SQLiteCatchUp
 from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters, list_dead_letters
 from sessionlog.indexer.sqlite_source import SQLiteSource, ensure_indexer_schema
 from sessionlog.indexer.sqlite_view import SQLiteView, ensure_view_schema
@@ -75,12 +76,17 @@ def embedded_runner(
     idle_timeout_s: float = 300.0,
     metrics_port: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    bulk_catch_up: bool = False,
 ) -> Runner:
     """A :class:`Runner` keeping the projection of one SQLite file current with its log.
 
     A batch is one write transaction: ``batch_max`` trades how long appenders may wait for the
     write lock (well under a second per 2000 records) against the per-transaction cost that
-    dominates small batches (a catch-up of 2000-record batches is ~1.6x faster than of 500)."""
+    dominates small batches (a catch-up of 2000-record batches is ~1.6x faster than of 500).
+
+    ``bulk_catch_up``: :meth:`Runner.run` starts with the
+    :class:`~sessionlog.indexer.sqlite_catchup.SQLiteCatchUp` when the backlog is long (what
+    ``sessionlog index`` and ``rebuild`` do; it shortens Python's switch interval while it runs)."""
     if batch_max < 1:
         raise ValueError("batch_max must be at least 1")
     conn = open_embedded(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
@@ -106,4 +112,7 @@ def embedded_runner(
         poll_timeout_s=poll_interval_s,
         idle_timeout_s=idle_timeout_s,
         metrics_port=metrics_port,
+        bulk=SQLiteCatchUp(path, conn, name=name, batch_max=batch_max, batch_max_bytes=batch_max_bytes)
+        if bulk_catch_up
+        else None,
     )

@@ -141,7 +141,7 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
                 raise
     finally:
         conn.close()
-    with embedded_runner(path) as runner:
+    with embedded_runner(path, bulk_catch_up=True) as runner:
 
         def progress(stats: RunStats) -> None:
             if on_batch is not None:

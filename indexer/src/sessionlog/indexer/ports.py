@@ -13,6 +13,7 @@ Every method raises only :class:`~sessionlog.indexer.errors.IndexerError` subcla
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -22,6 +23,7 @@ from sessionlog.indexer.projector import Action, SessionProjection
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
 __all__ = [
+    "BulkCatchUp",
     "Commit",
     "DeadLetters",
     "Entry",
@@ -139,6 +141,17 @@ class RevokeAware(Protocol):
     taken away by a rebalance, so that a runner can commit a batch still in flight."""
 
     before_revoke: Callable[[], None] | None
+
+
+class BulkCatchUp(Protocol):
+    """A backend's faster path through a long backlog, run before a runner's loop. It commits
+    what it projects as the runner would (documents and position together) and hands over at
+    anything unusual: the runner goes on from the stored position."""
+
+    def run(self, stop: threading.Event, progress: Callable[[int, int], None]) -> None:
+        """Project until the end of the log, ``stop``, or a case for the runner, calling
+        ``progress(consumed, indexed)`` with what was committed since its last call. Raises
+        nothing."""
 
 
 class Outcome(enum.Enum):

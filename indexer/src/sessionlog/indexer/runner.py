@@ -27,6 +27,7 @@ from sessionlog.indexer.errors import IndexerError, NotCaughtUp, ViewUnavailable
 from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
 from sessionlog.indexer.pipeline import Batch, PipelinedSteps, WriteLane, earliest
 from sessionlog.indexer.ports import (
+    BulkCatchUp,
     Commit,
     DeadLetters,
     EntrySource,
@@ -78,10 +79,12 @@ class Runner(PipelinedSteps):
         metrics_host: str = "127.0.0.1",
         pipeline: bool = False,
         write_lanes: int = 2,
+        bulk: BulkCatchUp | None = None,
     ) -> None:
         """``pipeline``: project the next batches while the view writes the earlier ones, on
         ``write_lanes`` per-session lanes (a view whose writes are thread-safe and need no per-batch
-        transaction, i.e. OpenSearch)."""
+        transaction, i.e. OpenSearch). ``bulk``: the backend's catch-up, run at the start of
+        :meth:`run` before the loop."""
         if batch_max < 1:
             raise ValueError("batch_max must be at least 1")
         self.source = source
@@ -106,6 +109,7 @@ class Runner(PipelinedSteps):
         self.last_lag: int | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self.bulk = bulk
         self._inflight: deque[Batch] = deque()
         self._lanes = [WriteLane(i) for i in range(max(1, write_lanes))] if pipeline else []
         if pipeline and isinstance(source, RevokeAware):
@@ -262,6 +266,8 @@ class Runner(PipelinedSteps):
     ) -> RunStats:
         """The loop of :meth:`run`."""
         stop = stop or threading.Event()
+        if self.bulk is not None:
+            self._bulk_catch_up(self.bulk, stop, on_batch)
         backoff = 0.0
         deadline: float | None = None
         last_error: IndexerError | None = None
@@ -298,6 +304,20 @@ class Runner(PipelinedSteps):
         self._finish_inflight()
         self._publish_now()
         return self.stats
+
+    def _bulk_catch_up(
+        self, bulk: BulkCatchUp, stop: threading.Event, on_batch: Callable[[RunStats], None] | None
+    ) -> None:
+        def progress(consumed: int, indexed: int) -> None:
+            self._count(consumed, indexed, 0, 0, 0.0)
+            if on_batch:
+                on_batch(self.stats)
+
+        with self._lock:
+            self._prepare()  # the schema exists before the catch-up writes
+            bulk.run(stop, progress)
+            self.processor.forget_states()  # the loop restores them from what the catch-up wrote
+            self.view.refresh()
 
     def catch_up(self) -> int:
         """Project what the log holds now, batch by batch, and return the records committed.

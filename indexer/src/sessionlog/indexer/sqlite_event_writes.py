@@ -13,7 +13,7 @@ from sessionlog.indexer.projector import Action
 from sessionlog.indexer.sqlite_docs import pack_event_doc, text_field
 from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, text_rows, time_us
 
-__all__ = ["EventWrites"]
+__all__ = ["EventWrites", "event_row"]
 
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
 _NONE: Final[frozenset[str]] = frozenset()
@@ -25,7 +25,7 @@ _INSERT_EVENT: Final = (
 )
 
 
-def _event_row(action: Action) -> tuple[Any, ...]:
+def event_row(action: Action) -> tuple[Any, ...]:
     """The ``events`` row of a create (raises ``KeyError``/``ValueError``/``TypeError`` on a
     malformed document)."""
     body = action.body
@@ -51,7 +51,7 @@ class EventWrites:
         the outcomes :meth:`_create_event` gives one by one. ``None`` (nothing written) when any
         item needs the one-by-one path to tell its outcome: a malformed document, a constraint."""
         try:
-            rows = [_event_row(action) for action in run]
+            rows = [event_row(action) for action in run]
         except (KeyError, ValueError, TypeError):
             return None
         existing = self._existing([row[0] for row in rows])
@@ -92,7 +92,7 @@ class EventWrites:
         return found
 
     def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> WriteResult:
-        row = _event_row(action)
+        row = event_row(action)
         cursor = self.conn.execute(_INSERT_EVENT + " ON CONFLICT (doc_id) DO NOTHING", row)
         if cursor.rowcount == 0:
             return WriteResult(action, Outcome.REPLAY)  # exists: ViewWrites.write tells replay from conflict

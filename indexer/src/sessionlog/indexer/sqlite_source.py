@@ -125,6 +125,12 @@ class SQLiteSource:
                 conn.execute("COMMIT")
         return Poll(entries, changed)
 
+    def read_after(self, after: int, limit: int) -> list[Entry | InvalidEntry]:
+        """Up to ``limit`` decoded rows (and about ``batch_max_bytes``) after offset ``after``,
+        outside any transaction and whatever the stored position (the bulk catch-up's reads)."""
+        with self._edge("read the log"):
+            return self._read(after, limit)
+
     def _read(self, after: int, limit: int) -> list[Entry | InvalidEntry]:
         out: list[Entry | InvalidEntry] = []
         size = 0

@@ -167,7 +167,7 @@ class SQLiteView(EventWrites, ViewWrites):
             if action.target == "events" and action.op == "create":
                 result = self._create_event(action, staged)
             elif action.target == "events" and action.op == "update":
-                result = self._update_event(action)
+                result = self.update_event(action)
             elif action.target == "sessions" and action.op == "index":
                 result = self._index_session(action)
             else:
@@ -197,7 +197,9 @@ class SQLiteView(EventWrites, ViewWrites):
             self.conn.execute("ROLLBACK TO item")
             self.conn.execute("RELEASE item")
 
-    def _update_event(self, action: Action) -> WriteResult:
+    def update_event(self, action: Action) -> WriteResult:
+        """Apply a shadow update to a stored event (REJECTED when it is missing); raises sqlite3
+        errors (the caller's savepoint or transaction undoes the item)."""
         row = self.conn.execute(
             f"SELECT rid, {EVENT_COLUMNS}, doc FROM events WHERE doc_id = ?", (action.doc_id,)
         ).fetchone()

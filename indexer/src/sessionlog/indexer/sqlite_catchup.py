@@ -1,0 +1,358 @@
+"""The embedded backend's bulk catch-up: a long backlog of the log projected with the Python of
+one batch (read, decode, project, build the rows) overlapping the SQL of the previous one.
+
+One thread runs the statements the other would wait for: on this file's writer connection, a
+batch is one transaction of one statement per table (the rows travel as one JSON text each,
+``json_each``), its read position stored last, so the exactly-once effect of the serial runner
+holds batch by batch. The batches are read on a second, read-only connection, after the position
+the previous batch will store.
+
+Why one statement per table: the sqlite3 module releases the GIL around every step of a
+statement, and an ``executemany`` steps once per row. Beside a thread running Python, the writer
+would then wait for the GIL after each row (up to the switch interval): 2,000 rows took 13 s
+instead of 0.2 s (``tests/benchmarks/bench_gil_convoy.py``). With a statement per table it waits
+a few times per batch, and :meth:`SQLiteCatchUp.run` shortens the switch interval for its
+duration.
+
+It covers the common case only, a backlog of valid records whose events are new: on an invalid
+record, a dead letter or a conflict, an event that already exists (a replay), a failed update,
+a position moved by another indexer, or any error, it stops after the batches already committed
+and the :class:`~sessionlog.indexer.runner.Runner` carries on from the stored position, where
+the serial path sorts such batches out as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import orjson
+
+from sessionlog.indexer.batch import BatchProcessor
+from sessionlog.indexer.errors import IndexerError
+from sessionlog.indexer.metrics import IndexerMetrics
+from sessionlog.indexer.ports import Entry
+from sessionlog.indexer.projector import Action
+from sessionlog.indexer.sqlite_event_writes import event_row
+from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, text_rows
+from sessionlog.indexer.sqlite_source import SQLiteSource, stored_position
+from sessionlog.indexer.sqlite_view import SQLiteView
+from sessionlog.indexer.translate import sqlite_edge
+from sessionlog.ingest.errors import IngestError
+from sessionlog.ingest.sqlite_log import connect, rollback
+
+__all__ = ["CATCH_UP_MIN_BACKLOG", "SQLiteCatchUp"]
+
+log = logging.getLogger("sessionlog.indexer")
+
+#: Log rows behind the position from which a run starts with the bulk catch-up (below it, the
+#: reader connection and the writer thread are not worth starting).
+CATCH_UP_MIN_BACKLOG: Final = 20_000
+#: The switch interval during a catch-up: the writer takes the GIL back after each statement
+#: from a thread running Python, which hands it over when its interval runs out.
+_SWITCH_INTERVAL_S: Final = 0.001
+_KNOWN_TERMS_MAX: Final = 500_000
+
+
+def _field(n: int) -> str:
+    return f"json_extract(value, '$[{n}]')"
+
+
+_EVENTS: Final = (
+    "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, has_text,"
+    " surface_state, content_hash, log_offset, text, doc) SELECT "
+    + ", ".join(_field(n) for n in range(12))
+    + f", CAST({_field(12)} AS BLOB) FROM json_each(?)"
+)
+# Under the write lock a rowid table's new rows take the next rowids in order: mark + 1 + position.
+_WORDS: Final = "INSERT INTO events_words (rowid, body) SELECT ?1 + key + 1, value FROM json_each(?2)"
+_TRI: Final = (
+    "INSERT INTO events_tri (rowid, body) SELECT ?1 + key + 1, ' ' || value || ' ' FROM json_each(?2)"
+)
+_SPARSE: Final = "INSERT INTO {table} (rowid, body) SELECT ?1 + {k} + 1, {body} FROM json_each(?2)"
+_VOCAB: Final = (
+    f"INSERT INTO vocab (ws, term, len, rterm) SELECT {_field(0)}, {_field(1)}, {_field(2)}, {_field(3)}"
+    " FROM json_each(?) WHERE true ON CONFLICT DO NOTHING"
+)
+_VOCAB_TRI: Final = (
+    "INSERT INTO vocab_tri (rowid, body) SELECT tid, ' ' || term || ' ' FROM vocab WHERE tid > ?"
+)
+_SESSIONS: Final = (
+    f"INSERT INTO sessions (session_id, workspace_id, doc) SELECT {_field(0)}, {_field(1)},"
+    f" CAST({_field(2)} AS BLOB) FROM json_each(?) WHERE true"
+    " ON CONFLICT (session_id) DO UPDATE SET workspace_id = excluded.workspace_id, doc = excluded.doc"
+)
+_POSITION: Final = (
+    "INSERT INTO indexer_positions (name, offset) VALUES (?, ?)"
+    " ON CONFLICT (name) DO UPDATE SET offset = excluded.offset"
+)
+
+
+class _Stop(Exception):
+    """The catch-up hands over to the runner (the reason is the message)."""
+
+
+@dataclass
+class _Job:
+    """One batch's writes: one JSON text per table, the shadow updates one by one."""
+
+    after: int
+    through: int
+    consumed: int
+    events: str
+    created: int
+    words: str
+    idents: str
+    cjk: str
+    vocab: str
+    sessions: str
+    updates: list[Action] = field(default_factory=list)
+
+
+@dataclass
+class _Writer:
+    """The writer thread's state: committed batches are counted, the first failure is kept."""
+
+    consumed: int = 0
+    indexed: int = 0
+    failure: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class SQLiteCatchUp:
+    """Projects the backlog of one indexer (``name``) of a SQLite file, Python and SQL overlapped.
+
+    ``conn`` is the runner's writer connection (used only from the catch-up's writer thread while
+    :meth:`run` runs); the log is read on a connection of its own."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        conn: sqlite3.Connection,
+        *,
+        name: str = "default",
+        batch_max: int = 2000,
+        batch_max_bytes: int = 16 * 1024 * 1024,
+        min_backlog: int = CATCH_UP_MIN_BACKLOG,
+    ) -> None:
+        self.path = path
+        self.conn = conn
+        self.name = name
+        self.batch_max = batch_max
+        self.batch_max_bytes = batch_max_bytes
+        self.min_backlog = min_backlog
+        #: Why the last run stopped before the end of the log (None: it reached it, or never ran).
+        self.stopped: str | None = None
+
+    def run(self, stop: threading.Event, progress: Callable[[int, int], None]) -> None:
+        """Project batch after batch until the end of the log, ``stop``, or a case for the runner;
+        ``progress(consumed, indexed)`` with the records committed since its last call. Raises
+        nothing: whatever this leaves, the runner projects from the stored position."""
+        self.stopped = None
+        try:
+            read = connect(self.path, create=False)
+        except IngestError as err:
+            self.stopped = f"cannot open a reader: {err}"
+            return
+        previous = sys.getswitchinterval()
+        sys.setswitchinterval(_SWITCH_INTERVAL_S)
+        try:
+            with sqlite_edge("bulk catch-up: read the log"):
+                if self._backlog(read) < self.min_backlog:
+                    return
+            self._overlapped(read, stop, progress)
+        except (IndexerError, _Stop) as err:
+            self.stopped = str(err)
+        except Exception as err:  # whatever it is, the runner's own path meets it and reports it
+            self.stopped = f"{type(err).__name__}: {err}"
+        finally:
+            sys.setswitchinterval(previous)
+            read.close()
+        if self.stopped:
+            log.info("bulk catch-up handed over to the runner: %s", self.stopped)
+
+    def _backlog(self, read: sqlite3.Connection) -> int:
+        end = int(read.execute("SELECT coalesce(max(offset), 0) FROM log").fetchone()[0])
+        return end - stored_position(read, self.name)
+
+    def _overlapped(
+        self, read: sqlite3.Connection, stop: threading.Event, progress: Callable[[int, int], None]
+    ) -> None:
+        builder = _Builder(read, self.name, self.batch_max, self.batch_max_bytes)
+        jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=1)
+        state = _Writer()
+        writer = threading.Thread(
+            target=self._write_all, args=(jobs, state), name="sessionlog-catch-up", daemon=True
+        )
+        writer.start()
+        reported = (0, 0)
+
+        def report() -> None:
+            nonlocal reported
+            now = (state.consumed, state.indexed)
+            if now != reported:
+                progress(now[0] - reported[0], now[1] - reported[1])
+                reported = now
+
+        try:
+            while not stop.is_set() and state.failure is None:
+                job = builder.next_job()
+                if job is None:
+                    break
+                jobs.put(job)
+                report()
+        finally:
+            jobs.put(None)
+            writer.join()
+        report()
+        if builder.stopped:
+            raise _Stop(builder.stopped)
+        if state.failure:
+            raise _Stop(state.failure)
+
+    def _write_all(self, jobs: queue.Queue[_Job | None], state: _Writer) -> None:
+        """The writer thread: each job in its transaction; after a failure the rest is dropped."""
+        view = SQLiteView(conn=self.conn)
+        while (job := jobs.get()) is not None:
+            if state.failure is not None:
+                continue
+            try:
+                _write(self.conn, view, self.name, job)
+            except _Stop as err:
+                state.failure = str(err)
+            except Exception as err:  # whatever it is, the runner's own path reports it
+                state.failure = f"{type(err).__name__}: {err}"
+            else:
+                state.consumed += job.consumed
+                state.indexed += job.created
+
+
+class _Builder:
+    """The Python side: reads, decodes and projects one batch and builds its JSON texts."""
+
+    def __init__(self, read: sqlite3.Connection, name: str, batch_max: int, batch_max_bytes: int) -> None:
+        # Restoring a session's state reads committed documents: a session a batch in flight
+        # touched is still in ``processor.states`` then, so what it reads is never behind.
+        self.source = SQLiteSource(read, name=name, batch_max_bytes=batch_max_bytes, owns_conn=False)
+        self.processor = BatchProcessor(SQLiteView(conn=read), IndexerMetrics())
+        self.batch_max = batch_max
+        self.after = stored_position(read, name)
+        self.known: dict[str, set[str]] = {}
+        self.known_count = 0
+        #: Why the builder stopped before the end of the log (None: it reached it).
+        self.stopped: str | None = None
+
+    def next_job(self) -> _Job | None:
+        """The next batch's job; None at the end of the log or at a case for the runner."""
+        entries = self.source.read_after(self.after, self.batch_max)
+        if not entries:
+            return None
+        if not all(isinstance(entry, Entry) for entry in entries):
+            self.stopped = "an invalid record"
+            return None
+        prepared = self.processor.prepare(entries)
+        if prepared.result.letters or prepared.result.conflicts:
+            self.stopped = "a dead letter or a conflict"
+            return None
+        try:
+            job = self._job(prepared.actions, self.after, entries[-1].raw.offset, len(entries))
+        except (KeyError, ValueError, TypeError) as err:
+            self.stopped = f"a document the bulk path cannot write: {err}"
+            return None
+        self.after = job.through
+        return job
+
+    def _job(self, actions: list[Action], after: int, through: int, consumed: int) -> _Job:
+        events: list[list[object]] = []
+        words: list[str] = []
+        idents: list[tuple[int, str]] = []
+        cjk: list[tuple[int, str]] = []
+        sessions: list[tuple[str, object, str]] = []
+        updates: list[Action] = []
+        by_ws: dict[str, set[str]] = {}
+        for action in actions:
+            if action.target == "events" and action.op == "create":
+                row = event_row(action)
+                k = len(events)
+                events.append([*row[:12], bytes(row[12]).decode()])
+                text = text_rows(str(row[11]))
+                words.append(text.words)
+                if text.idents:
+                    idents.append((k, text.idents))
+                if text.cjk:
+                    cjk.append((k, text.cjk))
+                by_ws.setdefault(str(row[1]), set()).update(text.tokens)
+            elif action.target == "events" and action.op == "update":
+                updates.append(action)
+            elif action.target == "sessions" and action.op == "index":
+                body = action.body
+                sessions.append((action.doc_id, body.get("workspace_id"), orjson.dumps(body).decode()))
+            else:
+                raise ValueError(f"{action.op} on {action.target}")
+        dumps = orjson.dumps
+        return _Job(
+            after=after,
+            through=through,
+            consumed=consumed,
+            events=dumps(events).decode(),
+            created=len(events),
+            words=dumps(words).decode(),
+            idents=dumps(idents).decode(),
+            cjk=dumps(cjk).decode(),
+            vocab=dumps(self._new_terms(by_ws)).decode(),
+            sessions=dumps(sessions).decode(),
+            updates=updates,
+        )
+
+    def _new_terms(self, by_ws: dict[str, set[str]]) -> list[tuple[str, str, int, str]]:
+        """The terms not sent yet, as ``vocab`` rows. A term sent in a batch that is not
+        committed in the end is sent again by the runner's own path, which checks the table."""
+        if self.known_count > _KNOWN_TERMS_MAX:
+            self.known.clear()
+            self.known_count = 0
+        new: list[tuple[str, str, int, str]] = []
+        for ws, terms in by_ws.items():
+            known = self.known.setdefault(ws, set())
+            fresh = {term for term in terms - known if len(term) <= MAX_TERM_CHARS}
+            known |= fresh
+            self.known_count += len(fresh)
+            new.extend((ws, term, len(term), term[::-1]) for term in fresh)
+        return new
+
+
+def _write(conn: sqlite3.Connection, view: SQLiteView, name: str, job: _Job) -> None:
+    """One batch in one transaction, its position last; :class:`_Stop` (rolled back) when the
+    batch is a case for the runner."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if stored_position(conn, name) != job.after:
+            raise _Stop("another indexer moved the position")
+        mark = int(conn.execute("SELECT coalesce(max(rid), 0) FROM events").fetchone()[0])
+        try:
+            conn.execute(_EVENTS, (job.events,))
+        except sqlite3.IntegrityError as err:
+            raise _Stop(f"an event that already exists ({err})") from err
+        conn.execute(_WORDS, (mark, job.words))
+        conn.execute(_TRI, (mark, job.words))
+        for table, rows in (("events_ident", job.idents), ("events_cjk", job.cjk)):
+            conn.execute(_SPARSE.format(table=table, k=_field(0), body=_field(1)), (mark, rows))
+        for action in job.updates:
+            result = view.update_event(action)
+            if result.reason:
+                raise _Stop(f"an update the runner must report: {result.reason}")
+        tid = int(conn.execute("SELECT coalesce(max(tid), 0) FROM vocab").fetchone()[0])
+        conn.execute(_VOCAB, (job.vocab,))
+        conn.execute(_VOCAB_TRI, (tid,))
+        conn.execute(_SESSIONS, (job.sessions,))
+        conn.execute(_POSITION, (name, job.through))
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        raise
