@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -159,4 +160,24 @@ def test_workers_only_for_idle_cpus(
 ) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load), raising=False)
+    monkeypatch.setattr(append_pipeline, "_cpu_ticks", lambda: None)  # no /proc/stat
     assert append_pipeline.auto_workers() == workers
+
+
+@pytest.mark.parametrize(("idle_share", "workers"), [(0.95, 1), (0.4, 0)])
+def test_workers_follow_the_cpus_busy_now_not_the_load_average(
+    monkeypatch: pytest.MonkeyPatch, idle_share: float, workers: int
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.5, 2.5, 2.5), raising=False)  # a minute ago
+    samples = iter([(1000, 500), (1200, 500 + round(200 * idle_share))])
+    monkeypatch.setattr(append_pipeline, "_cpu_ticks", lambda: next(samples))
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    assert append_pipeline.auto_workers() == workers
+
+
+def test_busy_cpus_reads_this_machine() -> None:
+    busy = append_pipeline.busy_cpus(0.05)
+    if busy is not None:  # Linux
+        assert 0.0 <= busy <= (os.cpu_count() or 1)

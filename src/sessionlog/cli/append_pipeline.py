@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ __all__ = [
     "Preparer",
     "auto_workers",
     "bulk_gc",
+    "busy_cpus",
     "iter_chunks",
     "iter_lines",
 ]
@@ -127,16 +129,47 @@ def bulk_gc() -> Iterator[None]:
 def auto_workers() -> int:
     """Worker processes worth starting: one per idle CPU beyond this process's own, up to 4. On a
     busy machine a worker only adds its start-up and the copying of every record (measured: a
-    loaded 2-CPU machine appends faster without one), so the load average counts as CPUs in use."""
+    loaded 2-CPU machine appends faster without one). CPUs in use are measured now (``/proc/stat``
+    over 0.1 s); where that cannot be read, the load average stands in, which still counts work
+    that ended up to a minute ago (a load after a CPU-heavy step then ran without a worker)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average on this platform
-        busy = 0.0
+    busy = busy_cpus()
+    if busy is None:
+        try:
+            busy = os.getloadavg()[0]
+        except (AttributeError, OSError):  # no load average on this platform
+            busy = 0.0
     return max(0, min(cpus - 1, round(cpus - busy - 1), _MAX_WORKERS))
+
+
+def _cpu_ticks() -> tuple[int, int] | None:
+    """(all, idle) CPU ticks of the machine since boot, or None where ``/proc/stat`` is missing."""
+    try:
+        with open("/proc/stat", "rb") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 5 or fields[0] != b"cpu":
+        return None
+    ticks = [int(value) for value in fields[1:9]]  # guest time is counted in user time already
+    return sum(ticks), ticks[3] + ticks[4]  # idle and iowait
+
+
+def busy_cpus(window_s: float = 0.1) -> float | None:
+    """How many of the machine's CPUs were busy during the next ``window_s`` seconds (None where
+    it cannot be measured)."""
+    first = _cpu_ticks()
+    if first is None:
+        return None
+    time.sleep(window_s)
+    second = _cpu_ticks()
+    if second is None or second[0] <= first[0]:
+        return None
+    spent, idle = second[0] - first[0], second[1] - first[1]
+    return (spent - idle) / spent * (os.cpu_count() or 1)
 
 
 if TYPE_CHECKING:
