@@ -257,3 +257,23 @@ def test_the_commands_indexer_starts_with_the_catch_up(tmp_path: Path) -> None:
         assert isinstance(runner.bulk, SQLiteCatchUp)
     with embedded_runner(path) as runner:
         assert runner.bulk is None
+
+
+def test_a_fault_before_the_catch_up_is_left_to_the_loop(tmp_path: Path) -> None:
+    from sessionlog.indexer.errors import SourceUnavailable
+
+    path = tmp_path / "s.db"
+    _append(path, RECORDS)
+    runner, bulk = _bulk_runner(path)
+    real_open, calls = runner.source.open, []
+
+    def flaky_open() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise SourceUnavailable("locked for a moment")
+        real_open()
+
+    runner.source.open = flaky_open  # type: ignore[method-assign]
+    with runner:
+        stats = runner.run(until_idle=True)
+    assert len(calls) == 2 and stats.consumed == len(RECORDS) and bulk.stopped is None

@@ -314,7 +314,10 @@ class Runner(PipelinedSteps):
                 on_batch(self.stats)
 
         with self._lock:
-            self._prepare()  # the schema exists before the catch-up writes
+            try:
+                self._prepare()  # the schema exists before the catch-up writes
+            except IndexerError:
+                return  # the loop meets it again and deals with it as with any fault
             bulk.run(stop, progress)
             self.processor.forget_states()  # the loop restores them from what the catch-up wrote
             self.view.refresh()

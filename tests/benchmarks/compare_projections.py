@@ -1,6 +1,7 @@
-"""Compares two embedded projections of the same log (for :mod:`tests.benchmarks.proto_overlap`).
+"""Compares two embedded projections of the same log (e.g. the serial runner's and the bulk
+catch-up's, :mod:`sessionlog.indexer.sqlite_catchup`).
 
-    python -m tests.benchmarks.proto_overlap_check EXPECTED.db GOT.db
+    python -m tests.benchmarks.compare_projections EXPECTED.db GOT.db
 
 Every row of ``events`` (rowid included), ``sessions``, ``indexer_positions`` and ``dead_letters``;
 the vocabulary as a set of rows (its term ids follow set iteration order, which differs from process
