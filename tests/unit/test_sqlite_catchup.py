@@ -277,3 +277,27 @@ def test_a_fault_before_the_catch_up_is_left_to_the_loop(tmp_path: Path) -> None
     with runner:
         stats = runner.run(until_idle=True)
     assert len(calls) == 2 and stats.consumed == len(RECORDS) and bulk.stopped is None
+
+
+def test_records_appended_during_the_catch_up_are_projected_once(tmp_path: Path) -> None:
+    half = len(RECORDS) // 2
+    bulk_path, serial_path = tmp_path / "bulk.db", tmp_path / "serial.db"
+    _append(bulk_path, RECORDS[:half])
+    _append(serial_path, RECORDS)
+    appended = threading.Event()
+
+    def append_the_rest() -> None:
+        with SQLiteEntryLog(bulk_path) as log:
+            for record in RECORDS[half:]:
+                log.append_many([record])
+        appended.set()
+
+    runner, _ = _bulk_runner(bulk_path, batch_max=5)
+    writer = threading.Thread(target=append_the_rest)
+    with runner:
+        writer.start()
+        runner.run(until_idle=True)
+        writer.join()
+        assert appended.is_set()
+        runner.run(until_idle=True)  # whatever came after the first run's end
+    assert _projection(bulk_path) == _serial(serial_path)
