@@ -119,6 +119,11 @@ def test_the_catch_up_writes_what_the_serial_runner_writes(tmp_path: Path) -> No
     assert bulk.stopped is None
     assert stats.consumed == len(RECORDS) and stats.indexed == sum(r["kind"] == "event" for r in RECORDS)
     assert seen and seen[-1] == len(RECORDS) and seen == sorted(seen)
+    # one observation per committed batch, each with the time its write took
+    registry = runner.metrics.registry
+    batches = registry.get_sample_value("sessionlog_indexer_batch_seconds_count")
+    assert batches == stats.batches == -(-len(RECORDS) // 40)
+    assert (registry.get_sample_value("sessionlog_indexer_batch_seconds_sum") or 0.0) > 0.0
     got, expected = _projection(bulk_path), _serial(serial_path)
     assert got["events_cjk"] and got["events_ident"], "the workload covers every full-text table"
     assert got == expected
@@ -139,7 +144,7 @@ def test_a_short_backlog_is_left_to_the_runner(tmp_path: Path) -> None:
     _append(path, RECORDS)
     with embedded_runner(path, batch_max=40) as runner:
         bulk = SQLiteCatchUp(path, runner.view.conn, min_backlog=len(RECORDS) + 1)  # type: ignore[attr-defined]
-        bulk.run(threading.Event(), lambda consumed, indexed: pytest.fail("nothing is projected"))
+        bulk.run(threading.Event(), lambda consumed, indexed, seconds: pytest.fail("nothing is projected"))
         assert bulk.stopped is None and runner.source.lag() == {0: len(RECORDS)}
 
 
@@ -237,7 +242,7 @@ def test_a_stop_keeps_what_was_committed(tmp_path: Path) -> None:
     stop = threading.Event()
     runner, _ = _bulk_runner(bulk_path, batch_max=20)
 
-    def halt(consumed: int, indexed: int) -> None:
+    def halt(consumed: int, indexed: int, seconds: float) -> None:
         stop.set()
 
     with runner:

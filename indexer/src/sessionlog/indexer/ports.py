@@ -148,10 +148,10 @@ class BulkCatchUp(Protocol):
     what it projects as the runner would (documents and position together) and hands over at
     anything unusual: the runner goes on from the stored position."""
 
-    def run(self, stop: threading.Event, progress: Callable[[int, int], None]) -> None:
+    def run(self, stop: threading.Event, progress: Callable[[int, int, float], None]) -> None:
         """Project until the end of the log, ``stop``, or a case for the runner, calling
-        ``progress(consumed, indexed)`` with what was committed since its last call. Raises
-        nothing."""
+        ``progress(consumed, indexed, seconds)`` for each batch committed (its records, its new
+        events, the seconds its write took). Raises nothing."""
 
 
 class Outcome(enum.Enum):

@@ -308,8 +308,8 @@ class Runner(PipelinedSteps):
     def _bulk_catch_up(
         self, bulk: BulkCatchUp, stop: threading.Event, on_batch: Callable[[RunStats], None] | None
     ) -> None:
-        def progress(consumed: int, indexed: int) -> None:
-            self._count(consumed, indexed, 0, 0, 0.0)
+        def progress(consumed: int, indexed: int, seconds: float) -> None:
+            self._count(consumed, indexed, 0, 0, seconds)
             if on_batch:
                 on_batch(self.stats)
 

@@ -23,12 +23,14 @@ the serial path sorts such batches out as usual.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import queue
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -41,7 +43,7 @@ from sessionlog.indexer.metrics import IndexerMetrics
 from sessionlog.indexer.ports import Entry
 from sessionlog.indexer.projector import Action
 from sessionlog.indexer.sqlite_event_writes import event_row
-from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, text_rows
+from sessionlog.indexer.sqlite_rows import KnownTerms, TextRows, terms_by_workspace, text_rows, vocab_rows
 from sessionlog.indexer.sqlite_source import SQLiteSource, stored_position
 from sessionlog.indexer.sqlite_view import SQLiteView
 from sessionlog.indexer.translate import sqlite_edge
@@ -58,7 +60,6 @@ CATCH_UP_MIN_BACKLOG: Final = 20_000
 #: The switch interval during a catch-up: the writer takes the GIL back after each statement
 #: from a thread running Python, which hands it over when its interval runs out.
 _SWITCH_INTERVAL_S: Final = 0.001
-_KNOWN_TERMS_MAX: Final = 500_000
 
 
 def _field(n: int) -> str:
@@ -118,12 +119,11 @@ class _Job:
 
 @dataclass
 class _Writer:
-    """The writer thread's state: committed batches are counted, the first failure is kept."""
+    """The writer thread's state: what each committed batch did (records consumed, events
+    indexed, seconds), not yet reported; the first failure."""
 
-    consumed: int = 0
-    indexed: int = 0
+    committed: collections.deque[tuple[int, int, float]] = field(default_factory=collections.deque)
     failure: str | None = None
-    done: threading.Event = field(default_factory=threading.Event)
 
 
 class SQLiteCatchUp:
@@ -151,9 +151,9 @@ class SQLiteCatchUp:
         #: Why the last run stopped before the end of the log (None: it reached it, or never ran).
         self.stopped: str | None = None
 
-    def run(self, stop: threading.Event, progress: Callable[[int, int], None]) -> None:
+    def run(self, stop: threading.Event, progress: Callable[[int, int, float], None]) -> None:
         """Project batch after batch until the end of the log, ``stop``, or a case for the runner;
-        ``progress(consumed, indexed)`` with the records committed since its last call. Raises
+        ``progress(consumed, indexed, seconds)`` for each committed batch, in order. Raises
         nothing: whatever this leaves, the runner projects from the stored position."""
         self.stopped = None
         try:
@@ -183,7 +183,7 @@ class SQLiteCatchUp:
         return end - stored_position(read, self.name)
 
     def _overlapped(
-        self, read: sqlite3.Connection, stop: threading.Event, progress: Callable[[int, int], None]
+        self, read: sqlite3.Connection, stop: threading.Event, progress: Callable[[int, int, float], None]
     ) -> None:
         builder = _Builder(read, self.name, self.batch_max, self.batch_max_bytes)
         jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=1)
@@ -192,14 +192,10 @@ class SQLiteCatchUp:
             target=self._write_all, args=(jobs, state), name="sessionlog-catch-up", daemon=True
         )
         writer.start()
-        reported = (0, 0)
 
         def report() -> None:
-            nonlocal reported
-            now = (state.consumed, state.indexed)
-            if now != reported:
-                progress(now[0] - reported[0], now[1] - reported[1])
-                reported = now
+            while state.committed:
+                progress(*state.committed.popleft())
 
         try:
             while not stop.is_set() and state.failure is None:
@@ -223,6 +219,7 @@ class SQLiteCatchUp:
         while (job := jobs.get()) is not None:
             if state.failure is not None:
                 continue
+            started = time.perf_counter()
             try:
                 _write(self.conn, view, self.name, job)
             except _Stop as err:
@@ -230,8 +227,7 @@ class SQLiteCatchUp:
             except Exception as err:  # whatever it is, the runner's own path reports it
                 state.failure = f"{type(err).__name__}: {err}"
             else:
-                state.consumed += job.consumed
-                state.indexed += job.created
+                state.committed.append((job.consumed, job.created, time.perf_counter() - started))
 
 
 class _Builder:
@@ -244,8 +240,7 @@ class _Builder:
         self.processor = BatchProcessor(SQLiteView(conn=read), IndexerMetrics())
         self.batch_max = batch_max
         self.after = stored_position(read, name)
-        self.known: dict[str, set[str]] = {}
-        self.known_count = 0
+        self.known = KnownTerms()
         #: Why the builder stopped before the end of the log (None: it reached it).
         self.stopped: str | None = None
 
@@ -276,7 +271,7 @@ class _Builder:
         cjk: list[tuple[int, str]] = []
         sessions: list[tuple[str, object, str]] = []
         updates: list[Action] = []
-        by_ws: dict[str, set[str]] = {}
+        texts: list[tuple[str, TextRows]] = []
         for action in actions:
             if action.target == "events" and action.op == "create":
                 row = event_row(action)
@@ -288,7 +283,7 @@ class _Builder:
                     idents.append((k, text.idents))
                 if text.cjk:
                     cjk.append((k, text.cjk))
-                by_ws.setdefault(str(row[1]), set()).update(text.tokens)
+                texts.append((str(row[1]), text))
             elif action.target == "events" and action.op == "update":
                 updates.append(action)
             elif action.target == "sessions" and action.op == "index":
@@ -296,6 +291,10 @@ class _Builder:
                 sessions.append((action.doc_id, body.get("workspace_id"), orjson.dumps(body).decode()))
             else:
                 raise ValueError(f"{action.op} on {action.target}")
+        # A term sent in a batch that is not committed in the end is sent again by the runner's
+        # own path, which checks the table.
+        terms = self.known.unseen(terms_by_workspace(texts))
+        self.known.learn(terms)
         dumps = orjson.dumps
         return _Job(
             after=after,
@@ -306,25 +305,10 @@ class _Builder:
             words=dumps(words).decode(),
             idents=dumps(idents).decode(),
             cjk=dumps(cjk).decode(),
-            vocab=dumps(self._new_terms(by_ws)).decode(),
+            vocab=dumps(vocab_rows(terms)).decode(),
             sessions=dumps(sessions).decode(),
             updates=updates,
         )
-
-    def _new_terms(self, by_ws: dict[str, set[str]]) -> list[tuple[str, str, int, str]]:
-        """The terms not sent yet, as ``vocab`` rows. A term sent in a batch that is not
-        committed in the end is sent again by the runner's own path, which checks the table."""
-        if self.known_count > _KNOWN_TERMS_MAX:
-            self.known.clear()
-            self.known_count = 0
-        new: list[tuple[str, str, int, str]] = []
-        for ws, terms in by_ws.items():
-            known = self.known.setdefault(ws, set())
-            fresh = {term for term in terms - known if len(term) <= MAX_TERM_CHARS}
-            known |= fresh
-            self.known_count += len(fresh)
-            new.extend((ws, term, len(term), term[::-1]) for term in fresh)
-        return new
 
 
 def _write(conn: sqlite3.Connection, view: SQLiteView, name: str, job: _Job) -> None:

@@ -11,12 +11,18 @@ from typing import Any, Final
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action
 from sessionlog.indexer.sqlite_docs import pack_event_doc, text_field
-from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, text_rows, time_us
+from sessionlog.indexer.sqlite_rows import (
+    KnownTerms,
+    TextRows,
+    terms_by_workspace,
+    text_rows,
+    time_us,
+    vocab_rows,
+)
 
 __all__ = ["EventWrites", "event_row"]
 
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
-_NONE: Final[frozenset[str]] = frozenset()
 
 _INSERT_EVENT: Final = (
     "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
@@ -41,7 +47,7 @@ class EventWrites:
     """Event creates and full-text rows (the view sets the attributes declared here)."""
 
     conn: sqlite3.Connection
-    _known_terms: dict[str, set[str]]
+    _known_terms: KnownTerms
     _pending_terms: dict[str, set[str]]
 
     def _create_events(
@@ -117,36 +123,22 @@ class EventWrites:
             "INSERT INTO events_cjk (rowid, body) VALUES (?, ?)",
             [(rid, rows.cjk) for rid, _, rows in staged if rows.cjk],
         )
-        by_ws: dict[str, set[str]] = {}
-        for _, ws, rows in staged:
-            by_ws.setdefault(ws, set()).update(rows.tokens)
-        self._add_vocab(by_ws)
+        self._add_vocab(terms_by_workspace((ws, rows) for _, ws, rows in staged))
 
     def _add_vocab(self, by_ws: Mapping[str, set[str]]) -> None:
         """Add the unseen terms of each workspace to the vocabulary (``vocab`` and ``vocab_tri``):
         set differences against the cached vocabulary, then two statements per bulk."""
-        known, pending = self._known_terms, self._pending_terms
-        new: list[tuple[str, str, int, str]] = []
-        for ws, terms in by_ws.items():
-            fresh = terms - known.get(ws, _NONE)
-            mine = pending.get(ws)
-            if mine is not None:
-                fresh -= mine
-            fresh = {term for term in fresh if len(term) <= MAX_TERM_CHARS}
-            if not fresh:
-                continue
-            if mine is None:
-                pending[ws] = fresh
-            else:
-                mine |= fresh
-            new.extend((ws, term, len(term), term[::-1]) for term in fresh)
-        if not new:
+        fresh = self._known_terms.unseen(by_ws, self._pending_terms)
+        if not fresh:
             return
+        for ws, terms in fresh.items():
+            self._pending_terms.setdefault(ws, set()).update(terms)
         # Under the write lock a rowid table's new rows take rowids above its largest: the terms
         # this bulk added are exactly the rows past that mark (a term already stored is ignored).
         mark = int(self.conn.execute("SELECT coalesce(max(tid), 0) FROM vocab").fetchone()[0])
         self.conn.executemany(
-            "INSERT INTO vocab (ws, term, len, rterm) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", new
+            "INSERT INTO vocab (ws, term, len, rterm) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            vocab_rows(fresh),
         )
         self.conn.execute(
             "INSERT INTO vocab_tri (rowid, body) SELECT tid, ' ' || term || ' ' FROM vocab WHERE tid > ?",

@@ -31,7 +31,14 @@ from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
 from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc
 from sessionlog.indexer.sqlite_event_writes import EventWrites
-from sessionlog.indexer.sqlite_rows import MAX_TERM_CHARS, TextRows, index_tokens, text_rows, time_us
+from sessionlog.indexer.sqlite_rows import (
+    MAX_TERM_CHARS,
+    KnownTerms,
+    TextRows,
+    index_tokens,
+    text_rows,
+    time_us,
+)
 from sessionlog.indexer.sqlite_schema import FULL_TEXT_TABLES, clear_projection, ensure_view_schema
 from sessionlog.indexer.translate import sqlite_edge, sqlite_error
 from sessionlog.indexer.view_writes import ViewWrites
@@ -50,7 +57,6 @@ __all__ = [
     "time_us",
 ]
 
-_KNOWN_TERMS_MAX: Final = 500_000
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
 
 
@@ -80,9 +86,8 @@ class SQLiteView(EventWrites, ViewWrites):
         self.attempts = 0
         #: The vocabulary known to be stored (committed), by workspace, and the terms written by
         #: the open transaction.
-        self._known_terms: dict[str, set[str]] = {}
+        self._known_terms = KnownTerms()
         self._pending_terms: dict[str, set[str]] = {}
-        self._known_count = 0
         self._closed = False
 
     # -- schema and transactions ----------------------------------------------------------------
@@ -113,17 +118,7 @@ class SQLiteView(EventWrites, ViewWrites):
 
     def commit_caches(self) -> None:
         """The enclosing transaction committed: terms written in it are known to exist."""
-        added = sum(len(terms) for terms in self._pending_terms.values())
-        if self._known_count + added > _KNOWN_TERMS_MAX:
-            self._known_terms.clear()
-            self._known_count = 0
-        for ws, terms in self._pending_terms.items():
-            known = self._known_terms.get(ws)
-            if known is None:
-                self._known_terms[ws] = terms
-            else:
-                known |= terms
-        self._known_count += added
+        self._known_terms.learn(self._pending_terms)
         self._pending_terms = {}
 
     def discard_caches(self) -> None:
@@ -134,8 +129,7 @@ class SQLiteView(EventWrites, ViewWrites):
         """Forget the vocabulary cached as stored. A committed write is visible to every later
         read, but another process may have emptied the projection since (a rebuild): the runner
         refreshes the view after the read position moved under it, before it writes again."""
-        self._known_terms.clear()
-        self._known_count = 0
+        self._known_terms.forget()
 
     # -- bulk -----------------------------------------------------------------------------------
     def _apply(self, actions: Sequence[Action]) -> list[WriteResult]:
