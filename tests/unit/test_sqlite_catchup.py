@@ -129,6 +129,18 @@ def test_the_catch_up_writes_what_the_serial_runner_writes(tmp_path: Path) -> No
     assert got == expected
 
 
+def test_a_batch_s_events_in_several_statements_keep_their_rowids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_catchup, "_ROWS_CHUNK", 7)  # 40-record batches: 5 full chunks and a rest
+    bulk_path, serial_path = _twins(tmp_path, lambda _: None)
+    runner, bulk = _bulk_runner(bulk_path)
+    with runner:
+        runner.run(until_idle=True)
+    assert bulk.stopped is None
+    assert _projection(bulk_path) == _serial(serial_path)
+
+
 def test_the_switch_interval_is_restored(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     _append(path, RECORDS)

@@ -2,17 +2,17 @@
 one batch (read, decode, project, build the rows) overlapping the SQL of the previous one.
 
 One thread runs the statements the other would wait for: on this file's writer connection, a
-batch is one transaction of one statement per table (the rows travel as one JSON text each,
-``json_each``), its read position stored last, so the exactly-once effect of the serial runner
-holds batch by batch. The batches are read on a second, read-only connection, after the position
-the previous batch will store.
+batch is one transaction of a few statements per table, its read position stored last, so the
+exactly-once effect of the serial runner holds batch by batch. The batches are read on a second,
+read-only connection, after the position the previous batch will store.
 
-Why one statement per table: the sqlite3 module releases the GIL around every step of a
+Why a few statements per table: the sqlite3 module releases the GIL around every step of a
 statement, and an ``executemany`` steps once per row. Beside a thread running Python, the writer
 would then wait for the GIL after each row (up to the switch interval): 2,000 rows took 13 s
-instead of 0.2 s (``tests/benchmarks/bench_gil_convoy.py``). With a statement per table it waits
-a few times per batch, and :meth:`SQLiteCatchUp.run` shortens the switch interval for its
-duration.
+instead of 0.2 s (``tests/benchmarks/bench_gil_convoy.py``). So the events go as multi-row
+``VALUES`` statements of 256 rows, and the other tables' rows as one JSON text each
+(``json_each``); the writer waits a few times per batch, and :meth:`SQLiteCatchUp.run` shortens
+the switch interval for its duration.
 
 It covers the common case only, a backlog of valid records whose events are new: on an invalid
 record, a dead letter or a conflict, an event that already exists (a replay), a failed update,
@@ -24,6 +24,7 @@ the serial path sorts such batches out as usual.
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import os
 import queue
@@ -66,22 +67,50 @@ def _field(n: int) -> str:
     return f"json_extract(value, '$[{n}]')"
 
 
-_EVENTS: Final = (
+#: Rows per multi-row ``INSERT … VALUES`` statement (at most 13 parameters a row, far below
+#: SQLite's 32,766): few statements per batch, and one compiled statement for all full chunks.
+_ROWS_CHUNK: Final = 256
+
+
+@functools.lru_cache(maxsize=16)
+def _values_sql(head: str, width: int, tail: str, rows: int) -> str:
+    one = "(" + ", ".join("?" * width) + ")"
+    return f"{head} VALUES " + ", ".join([one] * rows) + tail
+
+
+@dataclass(frozen=True)
+class _Insert:
+    """A multi-row ``INSERT … VALUES`` of ``width`` columns (``tail``: what follows the rows)."""
+
+    head: str
+    width: int
+    tail: str = ""
+
+    def sql(self, rows: int) -> str:
+        return _values_sql(self.head, self.width, self.tail, rows)
+
+    def run(self, conn: sqlite3.Connection, values: list[object]) -> None:
+        """Insert the rows whose values follow each other in ``values``, in order,
+        :data:`_ROWS_CHUNK` rows per statement."""
+        width, rows = self.width, len(values) // self.width
+        for start in range(0, rows, _ROWS_CHUNK):
+            count = min(_ROWS_CHUNK, rows - start)
+            conn.execute(self.sql(count), values[start * width : (start + count) * width])
+
+
+# A row as a JSON text would be parsed again by each ``json_extract`` that unpacks a column of it.
+_EVENTS: Final = _Insert(
     "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, has_text,"
-    " surface_state, content_hash, log_offset, text, doc) SELECT "
-    + ", ".join(_field(n) for n in range(12))
-    + f", CAST({_field(12)} AS BLOB) FROM json_each(?)"
+    " surface_state, content_hash, log_offset, text, doc)",
+    13,
 )
+_VOCAB: Final = _Insert("INSERT INTO vocab (ws, term, len, rterm)", 4, " ON CONFLICT DO NOTHING")
 # Under the write lock a rowid table's new rows take the next rowids in order: mark + 1 + position.
 _WORDS: Final = "INSERT INTO events_words (rowid, body) SELECT ?1 + key + 1, value FROM json_each(?2)"
 _TRI: Final = (
     "INSERT INTO events_tri (rowid, body) SELECT ?1 + key + 1, ' ' || value || ' ' FROM json_each(?2)"
 )
 _SPARSE: Final = "INSERT INTO {table} (rowid, body) SELECT ?1 + {k} + 1, {body} FROM json_each(?2)"
-_VOCAB: Final = (
-    f"INSERT INTO vocab (ws, term, len, rterm) SELECT {_field(0)}, {_field(1)}, {_field(2)}, {_field(3)}"
-    " FROM json_each(?) WHERE true ON CONFLICT DO NOTHING"
-)
 _VOCAB_TRI: Final = (
     "INSERT INTO vocab_tri (rowid, body) SELECT tid, ' ' || term || ' ' FROM vocab WHERE tid > ?"
 )
@@ -102,17 +131,18 @@ class _Stop(Exception):
 
 @dataclass
 class _Job:
-    """One batch's writes: one JSON text per table, the shadow updates one by one."""
+    """One batch's writes: the events' columns row after row (bound parameters), one JSON text
+    per other table, the shadow updates one by one."""
 
     after: int
     through: int
     consumed: int
-    events: str
+    events: list[object]
     created: int
     words: str
     idents: str
     cjk: str
-    vocab: str
+    vocab: list[object]
     sessions: str
     updates: list[Action] = field(default_factory=list)
 
@@ -231,7 +261,7 @@ class SQLiteCatchUp:
 
 
 class _Builder:
-    """The Python side: reads, decodes and projects one batch and builds its JSON texts."""
+    """The Python side: reads, decodes and projects one batch and builds its rows."""
 
     def __init__(self, read: sqlite3.Connection, name: str, batch_max: int, batch_max_bytes: int) -> None:
         # Restoring a session's state reads committed documents: a session a batch in flight
@@ -265,7 +295,7 @@ class _Builder:
         return job
 
     def _job(self, actions: list[Action], after: int, through: int, consumed: int) -> _Job:
-        events: list[list[object]] = []
+        events: list[object] = []
         words: list[str] = []
         idents: list[tuple[int, str]] = []
         cjk: list[tuple[int, str]] = []
@@ -275,8 +305,8 @@ class _Builder:
         for action in actions:
             if action.target == "events" and action.op == "create":
                 row = event_row(action)
-                k = len(events)
-                events.append([*row[:12], bytes(row[12]).decode()])
+                k = len(words)
+                events.extend(row)
                 text = text_rows(str(row[11]))
                 words.append(text.words)
                 if text.idents:
@@ -300,12 +330,12 @@ class _Builder:
             after=after,
             through=through,
             consumed=consumed,
-            events=dumps(events).decode(),
-            created=len(events),
+            events=events,
+            created=len(words),
             words=dumps(words).decode(),
             idents=dumps(idents).decode(),
             cjk=dumps(cjk).decode(),
-            vocab=dumps(vocab_rows(terms)).decode(),
+            vocab=[value for row in vocab_rows(terms) for value in row],
             sessions=dumps(sessions).decode(),
             updates=updates,
         )
@@ -320,7 +350,7 @@ def _write(conn: sqlite3.Connection, view: SQLiteView, name: str, job: _Job) -> 
             raise _Stop("another indexer moved the position")
         mark = int(conn.execute("SELECT coalesce(max(rid), 0) FROM events").fetchone()[0])
         try:
-            conn.execute(_EVENTS, (job.events,))
+            _EVENTS.run(conn, job.events)
         except sqlite3.IntegrityError as err:
             raise _Stop(f"an event that already exists ({err})") from err
         conn.execute(_WORDS, (mark, job.words))
@@ -332,7 +362,7 @@ def _write(conn: sqlite3.Connection, view: SQLiteView, name: str, job: _Job) -> 
             if result.reason:
                 raise _Stop(f"an update the runner must report: {result.reason}")
         tid = int(conn.execute("SELECT coalesce(max(tid), 0) FROM vocab").fetchone()[0])
-        conn.execute(_VOCAB, (job.vocab,))
+        _VOCAB.run(conn, job.vocab)
         conn.execute(_VOCAB_TRI, (tid,))
         conn.execute(_SESSIONS, (job.sessions,))
         conn.execute(_POSITION, (name, job.through))
