@@ -4,7 +4,9 @@ Reads ``/proc`` (Linux only): the machine's busy and idle jiffies from ``/proc/s
 ``utime + stime`` of chosen processes from ``/proc/PID/stat``. The servers are found by their
 command line (OpenSearch's bootstrap class, Kafka's main class). ``everything else`` is whatever the
 machine spent beyond the named processes (other benchmarks, other users): on a shared machine it
-says how much of the measurement was contention.
+says how much of the measurement was contention. On a virtual machine, the time the host gave to
+other guests while ours wanted to run (``steal``) is counted apart: it is busy time nobody here
+used.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ __all__ = ["CpuWindow", "server_pids"]
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _machine() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+def _machine() -> tuple[int, int, int]:
+    """(busy, total, stolen) jiffies of all CPUs (busy includes stolen)."""
+    return _machine_from(Path("/proc/stat").read_text())
+
+
+def _machine_from(stat: str) -> tuple[int, int, int]:
+    fields = [int(x) for x in stat.split("\n", 1)[0].split()[1:]]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     total = sum(fields[:8])
-    return total - idle, total
+    stolen = fields[7] if len(fields) > 7 else 0
+    return total - idle, total, stolen
 
 
 def _proc(pid: int) -> int:
@@ -61,8 +68,8 @@ class CpuWindow:
     pids: dict[str, list[int]] = field(default_factory=dict)
     _start: dict[int, int] = field(default_factory=dict)
     _last: dict[int, int] = field(default_factory=dict)
-    _machine_start: tuple[int, int] = (0, 0)
-    _machine_end: tuple[int, int] = (0, 0)
+    _machine_start: tuple[int, int, int] = (0, 0, 0)
+    _machine_end: tuple[int, int, int] = (0, 0, 0)
     _wall: float = 0.0
 
     def watch(self, name: str, pid: int) -> None:
@@ -104,5 +111,7 @@ class CpuWindow:
             seconds = sum(max(0, self._last.get(p, 0) - self._start.get(p, 0)) for p in pids) / _TICK
             out[f"{name}_cpu_s"] = seconds
             named += seconds
-        out["others_cpu_s"] = max(0.0, busy - named)
+        stolen = (self._machine_end[2] - self._machine_start[2]) / _TICK
+        out["stolen_cpu_s"] = stolen
+        out["others_cpu_s"] = max(0.0, busy - stolen - named)
         return out

@@ -97,6 +97,8 @@ def _index_cpu(cpu: dict[str, Any]) -> str:
         for key, name in (("opensearch_cpu_s", "OpenSearch"), ("kafka_cpu_s", "Kafka"))
         if cpu.get(key)
     ]
+    if (cpu.get("stolen_cpu_s") or 0.0) >= 0.5:  # a virtual machine's host ran other guests
+        parts.append(f"taken by the host for other guests {cpu['stolen_cpu_s']:.1f} s")
     busy = cpu.get("machine_busy_fraction")
     return f"; index step CPU: {', '.join(parts)} in {cpu['wall_s']:.1f} s" + (
         f" (machine {busy:.0%} busy)" if busy is not None else ""

@@ -128,8 +128,10 @@ def _scaling_status(speedup: float | None, runs: list[dict[str, Any]]) -> str:
     if speedup is None or busy is None or busy < SATURATED:
         return status_of([(False, f"{fmt_x(speedup)} < 1.6×")])
     servers = sum(cpu.get(k) or 0.0 for k in ("opensearch_cpu_s", "kafka_cpu_s"))
-    total = servers + (cpu.get("workers_cpu_s") or 0.0) + (cpu.get("others_cpu_s") or 0.0)
+    total = sum(cpu.get(k) or 0.0 for k in ("workers_cpu_s", "others_cpu_s", "stolen_cpu_s")) + servers
     took = f"; Kafka and OpenSearch took {servers:.0f} of its {total:.0f} CPU s" if total else ""
+    stolen = cpu.get("stolen_cpu_s") or 0.0
+    took += f" ({stolen:.0f} s of them taken by the host for other guests)" if stolen >= 1 else ""
     return (
         f"cores saturated ({fmt_x(speedup)}): one worker already kept the machine {busy:.0%} busy{took}; "
         "the scaling and where it saturates are reported, not judged"

@@ -19,7 +19,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "speed-result.json"
 if str(ROOT) not in sys.path:  # the benchmarks are a package of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from tests.benchmarks import speed_report  # noqa: E402
+from tests.benchmarks import cpuacct, speed_report  # noqa: E402
 
 
 def _result() -> dict[str, Any]:
@@ -215,6 +215,10 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     cpu = "; index step CPU: `sessionlog index` 1.5 s, OpenSearch 5.5 s, Kafka 0.2 s in 4.0 s"
     assert opensearch[1].endswith(cpu + " (machine 95% busy)")
     assert opensearch[3:] == ["2.00×", "≤ 3× PostgreSQL", "met"]
+    rows["load"]["kafka_opensearch"]["index_cpu"]["stolen_cpu_s"] = 0.8
+    stolen = _row(speed_report.render(result), "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")
+    host = "taken by the host for other guests 0.8 s"
+    assert stolen[1].endswith(f", Kafka 0.2 s, {host} in 4.0 s (machine 95% busy)")
     assert _row(section, "on-disk size, 3,000 entries (embedded")[3:4] == ["1.75×"]
     # no OpenSearch size from the load row: the search row's index of the same documents
     assert _row(section, "on-disk size, 3,000 entries (OpenSearch")[1] == "3.8 MiB"
@@ -264,7 +268,24 @@ def test_worker_scaling_on_a_saturated_machine_is_reported_not_judged() -> None:
     }
     status = _row(speed_report.render(result), "indexer, 2 vs 1 worker")[5]
     assert status.startswith("cores saturated (1.04×): one worker already kept the machine 90% busy")
-    assert "Kafka and OpenSearch took 55 of its 71 CPU s" in status
+    assert "Kafka and OpenSearch took 55 of its 71 CPU s;" in status
+
+    one["stolen_cpu_s"] = 9.2  # a virtual machine's host ran other guests meanwhile
+    status = _row(speed_report.render(result), "indexer, 2 vs 1 worker")[5]
+    host = "(9 s of them taken by the host for other guests)"
+    assert f"Kafka and OpenSearch took 55 of its 80 CPU s {host};" in status
 
     one["machine_busy_fraction"] = 0.6  # a core was free: the target is judged
     assert _row(speed_report.render(result), "indexer, 2 vs 1 worker")[5] == "**not met** (1.04× < 1.6×)"
+
+
+def test_the_cpu_window_counts_the_host_s_stolen_time_apart() -> None:
+    window = cpuacct.CpuWindow()
+    # /proc/stat's first line: user nice system idle iowait irq softirq steal (jiffies)
+    window._machine_start = cpuacct._machine_from("cpu  100 0 50 800 50 0 0 0 0 0\n")
+    window._machine_end = cpuacct._machine_from("cpu  300 0 100 900 50 0 0 100 0 0\n")
+    report = window.report()
+    tick = cpuacct._TICK
+    assert report["machine_busy_cpu_s"] == 350 / tick  # stolen time is busy: nobody here could use it
+    assert report["stolen_cpu_s"] == 100 / tick
+    assert report["others_cpu_s"] == 250 / tick
