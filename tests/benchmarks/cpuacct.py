@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CpuWindow", "server_pids"]
+__all__ = ["CpuWindow", "machine_seconds", "server_pids"]
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -24,6 +24,16 @@ _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 def _machine() -> tuple[int, int, int]:
     """(busy, total, stolen) jiffies of all CPUs (busy includes stolen)."""
     return _machine_from(Path("/proc/stat").read_text())
+
+
+def machine_seconds() -> tuple[float, float]:
+    """CPU seconds the machine has been busy (stolen time included) and the host has stolen from
+    it since boot, all CPUs together (``(0, 0)`` where ``/proc/stat`` cannot be read)."""
+    try:
+        busy, _, stolen = _machine()
+    except (OSError, ValueError, IndexError):
+        return 0.0, 0.0
+    return busy / _TICK, stolen / _TICK
 
 
 def _machine_from(stat: str) -> tuple[int, int, int]:

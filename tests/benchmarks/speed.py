@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from tests.benchmarks.cpuacct import machine_seconds
 from tests.benchmarks.machine import machine_info, package_versions
 
 __all__ = ["main", "run"]
@@ -83,6 +84,7 @@ def _step(
     console.rule(name)
     started = time.monotonic()
     load = list(os.getloadavg())
+    busy, stolen = machine_seconds()
     try:
         row = fn(*args, **kwargs)
     except Exception as err:  # one broken row must not sink the others' numbers
@@ -91,6 +93,8 @@ def _step(
         row = {"error": f"{type(err).__name__}: {err}"}
     row["seconds_taken"] = time.monotonic() - started
     row["loadavg"] = [load, list(os.getloadavg())]
+    busy_after, stolen_after = machine_seconds()
+    row["machine_cpu_s"] = {"busy": busy_after - busy, "stolen": stolen_after - stolen}
     console.print({k: v for k, v in row.items() if not isinstance(v, dict)})
     return row
 
@@ -106,6 +110,7 @@ def run(args: argparse.Namespace, command: str, console: Console) -> Path:
         raise SystemExit(f"unknown rows {sorted(unknown)} (known: {', '.join(ROWS)})")
     started = datetime.now(UTC)
     t0 = time.monotonic()
+    cpu_at_start = machine_seconds()
     result: dict[str, Any] = {
         "kind": "speed",
         "schema": 1,
@@ -159,6 +164,8 @@ def run(args: argparse.Namespace, command: str, console: Console) -> Path:
     result["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     result["seconds"] = time.monotonic() - t0
     result["machine"]["loadavg_at_end"] = list(os.getloadavg())
+    busy, stolen = machine_seconds()
+    result["machine"]["cpu_s"] = {"busy": busy - cpu_at_start[0], "stolen": stolen - cpu_at_start[1]}
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"speed-{started:%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -73,7 +73,7 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         + (f"{memory / 2**30:.1f} GiB memory, " if memory else "")
         + f"{machine.get('cpu_model')}; {machine.get('os')}, kernel {machine.get('kernel')}; "
         f"load average {loadavg_text(machine.get('loadavg_at_start'))} at start, "
-        f"{loadavg_text(machine.get('loadavg_at_end'))} at end.",
+        f"{loadavg_text(machine.get('loadavg_at_end'))} at end" + _stolen_text(machine) + ".",
         "- **Versions**: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + ".",
         "",
         "Command:",
@@ -163,3 +163,14 @@ def write_docs(
     from tests.benchmarks.speed_plots import plots
 
     return docs_path, plots(result, img_dir)
+
+
+def _stolen_text(machine: dict[str, Any]) -> str:
+    """How much CPU time the host of a virtual machine gave to other guests during the run (the
+    same code runs slower in an hour when it takes more)."""
+    cpu = machine.get("cpu_s") or {}
+    busy, stolen = cpu.get("busy") or 0.0, cpu.get("stolen") or 0.0
+    if not busy:
+        return ""
+    share = f"{stolen:,.0f} s of {busy:,.0f} busy CPU s ({stolen / busy:.0%})"
+    return f"; CPU time taken by the host for other guests: {share}"
