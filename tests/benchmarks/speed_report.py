@@ -129,6 +129,9 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "entries on only the embedded backend and pg_trgm run.",
         "- **Size**: the embedded file (log and projection) and the OpenSearch indices' primary store after "
         "the load row; pg_trgm's `pg_total_relation_size`.",
+        "- **CPU taken by the host**: `/proc/stat`'s steal time, for the whole run (the header) and each "
+        "load step: on a virtual machine, the time the host ran other guests while this one wanted to "
+        "run. The same code measures slower in an hour when the host takes more.",
         "",
         *(
             [f"- **Load path in this run**: {head['rows']['load']['via']}."]

@@ -44,7 +44,7 @@ def test_section_is_marked_dated_and_flags_a_quick_run() -> None:
     assert "2026-12-01T17:00:00+00:00" in section and "10.0 min" in section
     assert "2 cores, 23.5 GiB memory, AMD EPYC" in section
     assert "load average 1.0 / 1.5 / 2.0 at start, 1.2 / 1.4 / 1.9 at end." in section
-    assert "taken by the host" not in section  # a result without the machine's CPU split
+    assert "CPU time taken by the host" not in section  # a result without the machine's CPU split
 
 
 def test_the_header_says_how_much_cpu_time_the_host_took() -> None:
