@@ -43,7 +43,7 @@ from sessionlog.indexer.errors import IndexerError
 from sessionlog.indexer.metrics import IndexerMetrics
 from sessionlog.indexer.ports import Entry
 from sessionlog.indexer.projector import Action
-from sessionlog.indexer.sqlite_event_writes import event_row
+from sessionlog.indexer.sqlite_event_writes import INSERT_EVENTS, INSERT_VOCAB, event_row
 from sessionlog.indexer.sqlite_rows import KnownTerms, TextRows, terms_by_workspace, text_rows, vocab_rows
 from sessionlog.indexer.sqlite_source import SQLiteSource, stored_position
 from sessionlog.indexer.sqlite_view import SQLiteView
@@ -99,12 +99,8 @@ class _Insert:
 
 
 # A row as a JSON text would be parsed again by each ``json_extract`` that unpacks a column of it.
-_EVENTS: Final = _Insert(
-    "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, has_text,"
-    " surface_state, content_hash, log_offset, text, doc)",
-    13,
-)
-_VOCAB: Final = _Insert("INSERT INTO vocab (ws, term, len, rterm)", 4, " ON CONFLICT DO NOTHING")
+_EVENTS: Final = _Insert(INSERT_EVENTS, 13)
+_VOCAB: Final = _Insert(INSERT_VOCAB, 4, " ON CONFLICT DO NOTHING")
 # Under the write lock a rowid table's new rows take the next rowids in order: mark + 1 + position.
 _WORDS: Final = "INSERT INTO events_words (rowid, body) SELECT ?1 + key + 1, value FROM json_each(?2)"
 _TRI: Final = (

@@ -20,15 +20,18 @@ from sessionlog.indexer.sqlite_rows import (
     vocab_rows,
 )
 
-__all__ = ["EventWrites", "event_row"]
+__all__ = ["INSERT_EVENTS", "INSERT_VOCAB", "EventWrites", "event_row"]
 
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
 
-_INSERT_EVENT: Final = (
+#: The head of an ``events`` insert, the columns in the order of :func:`event_row`.
+INSERT_EVENTS: Final = (
     "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
-    "has_text, surface_state, content_hash, log_offset, text, doc) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "has_text, surface_state, content_hash, log_offset, text, doc)"
 )
+#: The head of a ``vocab`` insert, the columns in the order of a ``vocab_rows`` row.
+INSERT_VOCAB: Final = "INSERT INTO vocab (ws, term, len, rterm)"
+_INSERT_EVENT: Final = INSERT_EVENTS + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def event_row(action: Action) -> tuple[Any, ...]:
@@ -137,7 +140,7 @@ class EventWrites:
         # this bulk added are exactly the rows past that mark (a term already stored is ignored).
         mark = int(self.conn.execute("SELECT coalesce(max(tid), 0) FROM vocab").fetchone()[0])
         self.conn.executemany(
-            "INSERT INTO vocab (ws, term, len, rterm) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            INSERT_VOCAB + " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             vocab_rows(fresh),
         )
         self.conn.execute(
