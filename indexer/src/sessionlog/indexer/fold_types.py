@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args
 
+from sessionlog.indexer.values import value_type
+
 __all__ = [
     "CALL_ID_ATTR", "VIOLATION_CODES", "Classification", "FoldEvent", "FoldResult", "FoldStep", "Replacement",
     "Surface", "SurfaceViolationError", "Violation", "ViolationCode",
@@ -55,7 +57,7 @@ class _RecordLike(Protocol):
     def role(self) -> str | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class FoldEvent:
     """What the fold needs of one event.
 
@@ -111,7 +113,7 @@ class Replacement:
     shadowed_seqs: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class FoldStep:
     """What folding one event changed.
 

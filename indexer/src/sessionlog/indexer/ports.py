@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from sessionlog.indexer.deadletter import DeadLetter
 from sessionlog.indexer.projector import Action, SessionProjection
+from sessionlog.indexer.values import value_type
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class RawRecord:
     """A log record as stored: where it is (``partition``/``offset`` of ``topic``), its bytes and
     its append time. Dead letters keep these exactly."""
@@ -51,7 +52,7 @@ class RawRecord:
     timestamp_ms: int
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Entry:
     """A record that decoded and validated, with the raw record it came from."""
 
@@ -59,7 +60,7 @@ class Entry:
     record: HeaderRecord | EventRecord
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class InvalidEntry:
     """A record that cannot be projected (not JSON, wrong schema, key mismatch, tombstone)."""
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from sessionlog.indexer.document import event_document, session_document
 from sessionlog.indexer.fold import FoldEvent, SurfaceState, Violation
+from sessionlog.indexer.values import value_type
 from sessionlog.ingest.wire import EventRecord, HeaderRecord
 
 __all__ = ["Action", "EventOutcome", "SessionProjection", "project_records"]
@@ -21,7 +22,7 @@ __all__ = ["Action", "EventOutcome", "SessionProjection", "project_records"]
 MAX_RECORDED_VIOLATIONS = 50
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class Action:
     """One bulk action against the projection (``create`` of a new event, ``update`` of an old one,
     ``index`` of a session document)."""
@@ -33,7 +34,7 @@ class Action:
     body: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class EventOutcome:
     """What applying one event produced: its document action and updates to earlier documents."""
 

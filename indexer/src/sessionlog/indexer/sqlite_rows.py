@@ -6,11 +6,11 @@ tables of :mod:`sessionlog.indexer.sqlite_schema`, the vocabulary rows of new te
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from sessionlog.indexer.textfold import cjk_grams, fold, ident_tokens, is_cjk, word_tokens
+from sessionlog.indexer.values import value_type
 
 __all__ = [
     "MAX_TERM_CHARS",
@@ -40,7 +40,7 @@ def index_tokens(text: str) -> list[str]:
     return word_tokens(fold(text.lower()))
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class TextRows:
     """What the full-text tables hold for one text (``""``: no row)."""
 
