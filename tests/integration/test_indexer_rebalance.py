@@ -116,3 +116,34 @@ def test_a_rewind_inside_the_revoke_callback_holds_across_the_rebalance(pipeline
     read, after = _read_around_a_kept_rebalance(pipeline, rewind=True)
     assert all(read[p] > 0 for p in read)
     assert {p: after.get(p) for p in read} == {p: 0 for p in read}, (read, after)
+
+
+def test_a_member_polling_with_short_timeouts_finishes_the_rebalance_that_new_partitions_start(
+    pipeline: Pipeline,
+) -> None:
+    """Polls of 10 ms end inside the leader's JoinGroup/SyncGroup round trip; kafka-python 3.0.12
+    alone then forgets the join (sessionlog.indexer.kafka_rejoin) and never reads the new partition."""
+    _send(pipeline)
+    source = KafkaSource(pipeline.kafka, pipeline.indexer)
+    try:
+        read: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(read) < pipeline.kafka.partitions and time.monotonic() < deadline:
+            read.update(entry.raw.partition for entry in source.poll(20, 0.2).entries)
+        assert len(read) == pipeline.kafka.partitions, f"records from {sorted(read)} only"
+        _add_partition(pipeline)
+        new = pipeline.kafka.partitions
+        producer = KafkaProducer(**pipeline.kafka.client_config())
+        try:
+            for i in range(5):
+                value = orjson.dumps(_event("r-new", i))
+                producer.send(pipeline.kafka.topic, key=b"r-new", value=value, partition=new)
+            producer.flush(timeout=60)
+        finally:
+            producer.close()
+        deadline = time.monotonic() + 60  # the leader sees the new partition within metadata_max_age
+        while new not in read and time.monotonic() < deadline:
+            read.update(entry.raw.partition for entry in source.poll(20, 0.01).entries)
+        assert new in read, f"nothing read from the new partition {new} in 60 s"
+    finally:
+        source.close()
