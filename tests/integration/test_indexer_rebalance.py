@@ -147,3 +147,21 @@ def test_a_member_polling_with_short_timeouts_finishes_the_rebalance_that_new_pa
         assert new in read, f"nothing read from the new partition {new} in 60 s"
     finally:
         source.close()
+
+
+def test_a_member_whose_joins_finish_between_its_polls_still_gets_its_partitions(
+    pipeline: Pipeline,
+) -> None:
+    """Polls of 0 ms, 0.3 s apart: every join's answer arrives while no poll waits for it.
+    kafka-python 3.0.12 alone drops each one and joins again, and never reads a record."""
+    _send(pipeline)
+    source = KafkaSource(pipeline.kafka, pipeline.indexer)
+    try:
+        read: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(read) < pipeline.kafka.partitions and time.monotonic() < deadline:
+            read.update(entry.raw.partition for entry in source.poll(20, 0.0).entries)
+            time.sleep(0.3)
+        assert len(read) == pipeline.kafka.partitions, f"records from {sorted(read)} only"
+    finally:
+        source.close()

@@ -14,14 +14,22 @@ tests/integration/test_indexer_rebalance.py out of one.)
 The Java client counts a join in flight as a reason to poll the group (``rejoinNeededOrPending``);
 :func:`count_pending_joins` gives kafka-python's coordinator the same rule, through its public
 ``rejoining`` flag (true from the revoke callback until the join completes).
+
+A second gap of the same code: a join whose round trip finished while no poll was waiting for it
+(between two polls) is dropped, and the next poll sends a new JoinGroup, which starts one more
+rebalance of the whole group. A caller whose polls are short next to the time between them never
+gets a partition at all (polls of 0 ms 0.3 s apart: nothing in 40 s). :func:`claim_finished_joins`
+keeps the answer of such a join and hands it to the next attempt while the member's generation is
+still the one it was given in (the Java client also completes a finished join on the next poll).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
-__all__ = ["count_pending_joins"]
+__all__ = ["claim_finished_joins", "count_pending_joins", "finish_interrupted_joins"]
 
 log = logging.getLogger("sessionlog.indexer")
 
@@ -46,3 +54,47 @@ def count_pending_joins(consumer: Any) -> bool:
     need_rejoin_or_pending.counts_pending_joins = True  # type: ignore[attr-defined]
     coordinator.need_rejoin = need_rejoin_or_pending
     return True
+
+
+def claim_finished_joins(consumer: Any) -> bool:
+    """Hand a join's finished answer that no poll waited for to the next join attempt.
+
+    Returns whether the consumer was changed (False for a consumer of another shape)."""
+    coordinator: Any = getattr(consumer, "_coordinator", None)
+    join = getattr(coordinator, "_do_join_and_sync_async", None)
+    complete = getattr(coordinator, "_on_join_complete_async", None)
+    if not (
+        inspect.iscoroutinefunction(join)
+        and inspect.iscoroutinefunction(complete)
+        and hasattr(coordinator, "_generation")
+    ):
+        log.debug("kafka-python's coordinator has no join round trip of the known shape; left as it is")
+        return False
+    if getattr(join, "claims_finished_joins", False):
+        return True
+    unclaimed: list[tuple[Any, Any]] = []  # (generation, assignment) of a join no poll completed
+
+    async def join_and_sync() -> Any:
+        if unclaimed:
+            generation, assignment = unclaimed.pop()
+            if generation == coordinator._generation:
+                return assignment
+        assignment = await join()
+        unclaimed[:] = [(coordinator._generation, assignment)]
+        return assignment
+
+    async def on_join_complete(*args: Any, **kwargs: Any) -> Any:
+        unclaimed.clear()
+        return await complete(*args, **kwargs)
+
+    join_and_sync.claims_finished_joins = True  # type: ignore[attr-defined]
+    coordinator._do_join_and_sync_async = join_and_sync
+    coordinator._on_join_complete_async = on_join_complete
+    return True
+
+
+def finish_interrupted_joins(consumer: Any) -> bool:
+    """Both rules above; returns whether both could be installed."""
+    pending = count_pending_joins(consumer)
+    finished = claim_finished_joins(consumer)
+    return pending and finished

@@ -17,7 +17,7 @@ from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from sessionlog.indexer.decode import decode_entry
-from sessionlog.indexer.kafka_rejoin import count_pending_joins
+from sessionlog.indexer.kafka_rejoin import finish_interrupted_joins
 from sessionlog.indexer.ports import Commit, Entry, InvalidEntry, Poll, RawRecord
 from sessionlog.indexer.settings import IndexerSettings
 from sessionlog.indexer.translate import kafka_edge
@@ -104,7 +104,7 @@ class KafkaSource:
                 # every few seconds instead of kafka-python's five minutes.
                 metadata_max_age_ms=10_000,
             )
-            count_pending_joins(consumer)
+            finish_interrupted_joins(consumer)
             consumer.subscribe([self.kafka.topic], listener=_Listener(self))
         self._consumer = consumer
         return consumer
