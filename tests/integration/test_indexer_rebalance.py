@@ -118,6 +118,19 @@ def test_a_rewind_inside_the_revoke_callback_holds_across_the_rebalance(pipeline
     assert {p: after.get(p) for p in read} == {p: 0 for p in read}, (read, after)
 
 
+def _read_partitions(
+    source: KafkaSource, want: set[int], *, poll_s: float, pause_s: float = 0.0, read: set[int] | None = None
+) -> set[int]:
+    """The partitions ``source`` delivered records from (added to ``read``), polling ``poll_s`` at
+    a time with ``pause_s`` between polls, until they include ``want`` or 60 s have passed."""
+    read = set() if read is None else read
+    deadline = time.monotonic() + 60
+    while not want <= read and time.monotonic() < deadline:
+        read.update(entry.raw.partition for entry in source.poll(20, poll_s).entries)
+        time.sleep(pause_s)
+    return read
+
+
 def test_a_member_polling_with_short_timeouts_finishes_the_rebalance_that_new_partitions_start(
     pipeline: Pipeline,
 ) -> None:
@@ -125,12 +138,10 @@ def test_a_member_polling_with_short_timeouts_finishes_the_rebalance_that_new_pa
     alone then forgets the join (sessionlog.indexer.kafka_rejoin) and never reads the new partition."""
     _send(pipeline)
     source = KafkaSource(pipeline.kafka, pipeline.indexer)
+    every = set(range(pipeline.kafka.partitions))
     try:
-        read: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(read) < pipeline.kafka.partitions and time.monotonic() < deadline:
-            read.update(entry.raw.partition for entry in source.poll(20, 0.2).entries)
-        assert len(read) == pipeline.kafka.partitions, f"records from {sorted(read)} only"
+        read = _read_partitions(source, every, poll_s=0.2)
+        assert read == every, f"records from {sorted(read)} only"
         _add_partition(pipeline)
         new = pipeline.kafka.partitions
         producer = KafkaProducer(**pipeline.kafka.client_config())
@@ -141,9 +152,8 @@ def test_a_member_polling_with_short_timeouts_finishes_the_rebalance_that_new_pa
             producer.flush(timeout=60)
         finally:
             producer.close()
-        deadline = time.monotonic() + 60  # the leader sees the new partition within metadata_max_age
-        while new not in read and time.monotonic() < deadline:
-            read.update(entry.raw.partition for entry in source.poll(20, 0.01).entries)
+        # the leader sees the new partition within metadata_max_age
+        _read_partitions(source, {new}, poll_s=0.01, read=read)
         assert new in read, f"nothing read from the new partition {new} in 60 s"
     finally:
         source.close()
@@ -156,12 +166,9 @@ def test_a_member_whose_joins_finish_between_its_polls_still_gets_its_partitions
     kafka-python 3.0.12 alone drops each one and joins again, and never reads a record."""
     _send(pipeline)
     source = KafkaSource(pipeline.kafka, pipeline.indexer)
+    every = set(range(pipeline.kafka.partitions))
     try:
-        read: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(read) < pipeline.kafka.partitions and time.monotonic() < deadline:
-            read.update(entry.raw.partition for entry in source.poll(20, 0.0).entries)
-            time.sleep(0.3)
-        assert len(read) == pipeline.kafka.partitions, f"records from {sorted(read)} only"
+        read = _read_partitions(source, every, poll_s=0.0, pause_s=0.3)
+        assert read == every, f"records from {sorted(read)} only"
     finally:
         source.close()
