@@ -419,11 +419,12 @@ def test_opensearch_outage_then_recovery(pipeline: Pipeline) -> None:
     background = _Background(kafka_runner(pipeline.kafka, pipeline.opensearch, pipeline.indexer))
     result: dict[str, Any] = {}
     try:
-        # ~30 s of production, so records keep arriving while OpenSearch is down.
+        # ~30 s of production, so records keep arriving while OpenSearch is down (15 s) and while
+        # it starts again.
         producer = _produce_stream(pipeline, sessions, per_session, pause_every=5)
         time.sleep(2)
         _stack("stop-opensearch")
-        time.sleep(30)
+        time.sleep(15)
         _stack("start-opensearch")
         restarted = time.monotonic()
         producer.join(timeout=300)
