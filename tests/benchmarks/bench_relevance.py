@@ -2,10 +2,12 @@
 
 Steps: build the corpus (and validate every record with ``sessionlog.ingest.wire.parse_record``),
 generate the queries and their ground truth, then for each system: bulk load (timed, including index
-builds), measure the size on disk, run ``warmup`` queries unmeasured, run every query once (timed
-client side with ``perf_counter``, one at a time, same order for every system), score recall@10 and
-MRR@10. Systems that cannot run here (sessionlog before its provider exists, or without OpenSearch)
-are recorded as skipped with the reason.
+builds) and measure the size on disk. Once every system is loaded, each runs ``warmup`` queries
+unmeasured, then every query runs once on every system in turn (timed client side with
+``perf_counter``, one at a time, the first system rotating per query, so that all see the same
+machine load), and each system's recall@10 and MRR@10 are scored. Systems that cannot run here
+(sessionlog before its provider exists, or without OpenSearch) are recorded as skipped with the
+reason.
 """
 
 from __future__ import annotations
@@ -203,6 +205,83 @@ def _score(
     return relevance, latency, per_query
 
 
+def _load(
+    label: str,
+    factory: Callable[[], SearchSystem],
+    entry: dict[str, Any],
+    records: list[dict[str, Any]],
+    events: int,
+    state: dict[str, Any],
+    progress: Progress,
+    console: Console,
+) -> SearchSystem | None:
+    """Make and load one system, recording its load time and size in ``entry``; ``None`` (and the
+    reason in ``entry``) when it cannot run here or its load failed."""
+    try:
+        system = factory()
+    except (SystemUnavailable, FileNotFoundError) as err:
+        entry |= {"available": False, "skipped_reason": str(err)}
+        console.print(f"[yellow]skipped {label}: {err}")
+        return None
+    try:
+        task = progress.add_task(f"{label}: load", total=events)
+        t0 = time.perf_counter()
+        system.load(_Tracked(records, functools.partial(progress.advance, task)))
+        load_seconds = time.perf_counter() - t0
+        progress.update(task, completed=events)
+        if "trgm_table" in state and label.startswith("pg_trgm"):
+            load_seconds = state["trgm_table"].load_seconds  # one table for every setting
+            entry["load_shared"] = bool(getattr(system, "shared_load", False))
+        entry |= {
+            "available": True,
+            "load_seconds": load_seconds,
+            "load_events_per_second": events / load_seconds if load_seconds else None,
+            "index_bytes": system.index_bytes(),
+        }
+        if label == "sessionlog":
+            entry["server_version"] = getattr(system, "server_version", None)
+    except Exception as err:  # one broken system must not sink the others' numbers
+        console.print_exception()
+        entry |= {"available": False, "error": f"{type(err).__name__}: {err}"}
+        system.close()
+        return None
+    return system
+
+
+def _interleaved(
+    queries: list[Query],
+    live: list[tuple[dict[str, Any], SearchSystem]],
+    cfg: RelevanceConfig,
+    progress: Progress,
+    console: Console,
+) -> dict[str, list[tuple[list[str], float]]]:
+    """Every query on every loaded system in turn, the first system rotating from one query to the
+    next, so that each system's latencies are taken under the same machine load as its peers'
+    (a system measured alone after its own load met whatever that hour brought). A system that
+    fails is recorded in its entry and left out from then on."""
+    for _, system in live:
+        for query in queries[: cfg.warmup]:
+            system.search(query.scope_kind, query.scope_id, query.text, cfg.limit)
+    outcomes: dict[str, list[tuple[list[str], float]]] = {entry["name"]: [] for entry, _ in live}
+    task = progress.add_task("queries: every system in turn", total=len(queries))
+    for n, query in enumerate(queries):
+        start = n % len(live) if live else 0
+        for entry, system in live[start:] + live[:start]:
+            name = entry["name"]
+            if name not in outcomes:
+                continue
+            try:
+                t0 = time.perf_counter()
+                found = system.search(query.scope_kind, query.scope_id, query.text, cfg.limit)
+                outcomes[name].append((found, (time.perf_counter() - t0) * 1000))
+            except Exception as err:  # one broken system must not sink the others' numbers
+                console.print_exception()
+                entry |= {"available": False, "error": f"{type(err).__name__}: {err}"}
+                del outcomes[name]
+        progress.advance(task)
+    return outcomes
+
+
 def run_relevance(cfg: RelevanceConfig, *, console: Console | None = None, out: Path | None = None) -> Path:
     """Run the benchmark; write and return the JSON result file."""
     console = console or Console()
@@ -217,6 +296,8 @@ def run_relevance(cfg: RelevanceConfig, *, console: Console | None = None, out: 
         "machine": machine_info() | {"loadavg_at_start": list(os.getloadavg())},
         "versions": package_versions(),
         "systems": [],
+        # Latencies taken query by query on every system in turn (``_interleaved``).
+        "latency_order": "interleaved",
     }
     try:
         with _progress(console) as progress:
@@ -254,50 +335,25 @@ def run_relevance(cfg: RelevanceConfig, *, console: Console | None = None, out: 
             if cfg.keep_per_query:
                 result["query_list"] = [q.as_dict() for q in queries]
 
-            for label, factory in _build_systems(cfg, state):
-                entry: dict[str, Any] = {"name": label}
-                result["systems"].append(entry)
-                try:
-                    system = factory()
-                except (SystemUnavailable, FileNotFoundError) as err:
-                    entry |= {"available": False, "skipped_reason": str(err)}
-                    console.print(f"[yellow]skipped {label}: {err}")
-                    continue
-                try:
-                    events = corpus.stats.events
-                    task = progress.add_task(f"{label}: load", total=events)
-                    t0 = time.perf_counter()
-                    system.load(_Tracked(records, functools.partial(progress.advance, task)))
-                    load_seconds = time.perf_counter() - t0
-                    progress.update(task, completed=events)
-                    if "trgm_table" in state and label.startswith("pg_trgm"):
-                        load_seconds = state["trgm_table"].load_seconds  # one table for every setting
-                        entry["load_shared"] = bool(getattr(system, "shared_load", False))
-                    entry |= {
-                        "available": True,
-                        "load_seconds": load_seconds,
-                        "load_events_per_second": events / load_seconds if load_seconds else None,
-                        "index_bytes": system.index_bytes(),
-                    }
-                    if label == "sessionlog":
-                        entry["server_version"] = getattr(system, "server_version", None)
-                    for query in queries[: cfg.warmup]:
-                        system.search(query.scope_kind, query.scope_id, query.text, cfg.limit)
-                    task = progress.add_task(f"{label}: query", total=len(queries))
-                    outcomes = []
-                    for query in queries:
-                        t0 = time.perf_counter()
-                        found = system.search(query.scope_kind, query.scope_id, query.text, cfg.limit)
-                        outcomes.append((found, (time.perf_counter() - t0) * 1000))
-                        progress.advance(task)
-                    relevance, latency, per_query = _score(queries, outcomes, cfg.limit)
-                    entry |= {"relevance": relevance, "latency_ms": latency}
-                    if cfg.keep_per_query:
-                        entry["per_query"] = per_query
-                except Exception as err:  # one broken system must not sink the others' numbers
-                    console.print_exception()
-                    entry |= {"available": False, "error": f"{type(err).__name__}: {err}"}
-                finally:
+            live: list[tuple[dict[str, Any], SearchSystem]] = []
+            try:
+                for label, factory in _build_systems(cfg, state):
+                    entry: dict[str, Any] = {"name": label}
+                    result["systems"].append(entry)
+                    system = _load(
+                        label, factory, entry, records, corpus.stats.events, state, progress, console
+                    )
+                    if system is not None:
+                        live.append((entry, system))
+                outcomes = _interleaved(queries, live, cfg, progress, console)
+                for entry, _ in live:
+                    if entry["name"] in outcomes:
+                        relevance, latency, per_query = _score(queries, outcomes[entry["name"]], cfg.limit)
+                        entry |= {"relevance": relevance, "latency_ms": latency}
+                        if cfg.keep_per_query:
+                            entry["per_query"] = per_query
+            finally:
+                for _, system in live:
                     system.close()
             if "pg" in state:
                 result["versions"]["postgresql"] = state["pg"].version

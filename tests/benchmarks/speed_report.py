@@ -127,6 +127,14 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "- **Search**: `bench_relevance.run_relevance` with the sessionlog systems and pg_trgm "
         "word_similarity 0.4: known-item queries of every variant, one at a time, client side; from 1M "
         "entries on only the embedded backend and pg_trgm run.",
+        *(
+            [
+                "- **Search order in this run**: every query on every system in turn, the first one rotating "
+                "per query, once all are loaded (all see the same machine load)."
+            ]
+            if head is not None and (head["rows"].get("search") or {}).get("interleaved")
+            else []
+        ),
         "- **Size**: the embedded file (log and projection) and the OpenSearch indices' primary store after "
         "the load row; pg_trgm's `pg_total_relation_size`.",
         "- **CPU taken by the host**: `/proc/stat`'s steal time, for the whole run (the header) and each "

@@ -204,6 +204,7 @@ def search_row(
             _drop_prefix(opensearch, index_prefix)  # hundreds of MB at 272k on a shared server
     result = json.loads(path.read_text(encoding="utf-8"))
     row: dict[str, Any] = {"result_file": path.name, "queries": result.get("queries", {}).get("count")}
+    row["interleaved"] = result.get("latency_order") == "interleaved"
     for system in result["systems"]:
         keep = {
             k: system.get(k) for k in ("available", "skipped_reason", "error", "load_seconds", "index_bytes")
