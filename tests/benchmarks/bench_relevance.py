@@ -259,25 +259,29 @@ def _interleaved(
     next, so that each system's latencies are taken under the same machine load as its peers'
     (a system measured alone after its own load met whatever that hour brought). A system that
     fails is recorded in its entry and left out from then on."""
-    for _, system in live:
-        for query in queries[: cfg.warmup]:
-            system.search(query.scope_kind, query.scope_id, query.text, cfg.limit)
     outcomes: dict[str, list[tuple[list[str], float]]] = {entry["name"]: [] for entry, _ in live}
+
+    def run(entry: dict[str, Any], system: SearchSystem, query: Query, timed: bool) -> None:
+        try:
+            t0 = time.perf_counter()
+            found = system.search(query.scope_kind, query.scope_id, query.text, cfg.limit)
+            if timed:
+                outcomes[entry["name"]].append((found, (time.perf_counter() - t0) * 1000))
+        except Exception as err:  # one broken system must not sink the others' numbers
+            console.print_exception()
+            entry |= {"available": False, "error": f"{type(err).__name__}: {err}"}
+            del outcomes[entry["name"]]
+
+    for entry, system in live:
+        for query in queries[: cfg.warmup]:
+            if entry["name"] in outcomes:
+                run(entry, system, query, timed=False)
     task = progress.add_task("queries: every system in turn", total=len(queries))
     for n, query in enumerate(queries):
-        start = n % len(live) if live else 0
+        start = n % max(1, len(live))
         for entry, system in live[start:] + live[:start]:
-            name = entry["name"]
-            if name not in outcomes:
-                continue
-            try:
-                t0 = time.perf_counter()
-                found = system.search(query.scope_kind, query.scope_id, query.text, cfg.limit)
-                outcomes[name].append((found, (time.perf_counter() - t0) * 1000))
-            except Exception as err:  # one broken system must not sink the others' numbers
-                console.print_exception()
-                entry |= {"available": False, "error": f"{type(err).__name__}: {err}"}
-                del outcomes[name]
+            if entry["name"] in outcomes:
+                run(entry, system, query, timed=True)
         progress.advance(task)
     return outcomes
 
