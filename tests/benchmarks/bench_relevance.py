@@ -5,9 +5,10 @@ generate the queries and their ground truth, then for each system: bulk load (ti
 builds) and measure the size on disk. Once every system is loaded, each runs ``warmup`` queries
 unmeasured, then every query runs once on every system in turn (timed client side with
 ``perf_counter``, one at a time, the first system rotating per query, so that all see the same
-machine load), and each system's recall@10 and MRR@10 are scored. Systems that cannot run here
-(sessionlog before its provider exists, or without OpenSearch) are recorded as skipped with the
-reason.
+machine load; ``block`` > 1 runs blocks of that many queries per system instead), and each
+system's recall@10 and MRR@10 are scored.
+Systems that cannot run here (sessionlog before its provider exists, or without OpenSearch) are
+recorded as skipped with the reason.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class RelevanceConfig:
     pg_settings: tuple[tuple[str, float], ...] = (("word", 0.6), ("word", 0.4), ("strict", 0.5))
     limit: int = 10
     warmup: int = 20
+    #: Queries each system runs in a row before the next system's turn (1: query by query).
+    block: int = 1
     opensearch_hosts: str = "http://127.0.0.1:9200"
     index_prefix: str = "bench"
     validate: bool = True
@@ -257,7 +260,10 @@ def _interleaved(
 ) -> dict[str, list[tuple[list[str], float]]]:
     """Every query on every loaded system in turn, the first system rotating from one query to the
     next, so that each system's latencies are taken under the same machine load as its peers'
-    (a system measured alone after its own load met whatever that hour brought). A system that
+    (a system measured alone after its own load met whatever that hour brought). With
+    ``cfg.block`` > 1, each system runs a block of that many queries back to back before the next
+    system's turn, the first system rotating per block: on demand, to see how much of a latency is
+    the CPU waking up after a peer's query (docs/benchmarks.md, eighteenth session). A system that
     fails is recorded in its entry and left out from then on."""
     outcomes: dict[str, list[tuple[list[str], float]]] = {entry["name"]: [] for entry, _ in live}
 
@@ -277,12 +283,15 @@ def _interleaved(
             if entry["name"] in outcomes:
                 run(entry, system, query, timed=False)
     task = progress.add_task("queries: every system in turn", total=len(queries))
-    for n, query in enumerate(queries):
-        start = n % max(1, len(live))
-        for entry, system in live[start:] + live[:start]:
-            if entry["name"] in outcomes:
-                run(entry, system, query, timed=True)
-        progress.advance(task)
+    size = max(1, cfg.block)
+    for n, start in enumerate(range(0, len(queries), size)):
+        block = queries[start : start + size]
+        first = n % max(1, len(live))
+        for entry, system in live[first:] + live[:first]:
+            for query in block:
+                if entry["name"] in outcomes:
+                    run(entry, system, query, timed=True)
+        progress.advance(task, len(block))
     return outcomes
 
 
@@ -300,8 +309,9 @@ def run_relevance(cfg: RelevanceConfig, *, console: Console | None = None, out: 
         "machine": machine_info() | {"loadavg_at_start": list(os.getloadavg())},
         "versions": package_versions(),
         "systems": [],
-        # Latencies taken query by query on every system in turn (``_interleaved``).
+        # Latencies taken query by query (or block by block) on every system in turn (``_interleaved``).
         "latency_order": "interleaved",
+        "latency_block": max(1, cfg.block),
     }
     try:
         with _progress(console) as progress:

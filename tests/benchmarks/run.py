@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     rel.add_argument("--limit", type=int, default=10)
     rel.add_argument("--warmup", type=int, default=20)
+    rel.add_argument(
+        "--block", type=int, default=1, help="queries each system runs in a row (default 1: query by query)"
+    )
     rel.add_argument("--opensearch", default="http://127.0.0.1:9200")
     rel.add_argument(
         "--index-prefix", default="bench", help="OpenSearch index prefix; '<prefix>*' is deleted"
@@ -110,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 pg_settings=_pg_settings(args.pg_settings),
                 limit=args.limit,
                 warmup=args.warmup,
+                block=args.block,
                 opensearch_hosts=args.opensearch,
                 index_prefix=args.index_prefix,
                 validate=not args.no_validate,

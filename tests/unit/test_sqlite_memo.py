@@ -49,10 +49,13 @@ def test_bounded_forgets_the_oldest_and_a_new_data_version_forgets_everything() 
     memo.scores("q")[5] = 1.5
     memo.placed("f")[5] = (1, "s", False)
     memo.counts.put("k", Corpus(1, 1, 1, True, {}))
+    memo.lengths.put(("ws", 6), ["abcdef"])
     memo.check((1, 7))
     assert memo.scores("q") == {5: 1.5} and memo.placed("f") and memo.counts.get("k") is not None
+    assert memo.lengths.get(("ws", 6)) == ["abcdef"]
     memo.check((1, 8))
     assert memo.scores("q") == {} and memo.placed("f") == {} and memo.counts.get("k") is None
+    assert memo.lengths.get(("ws", 6)) is None
 
 
 def test_a_write_by_another_connection_is_seen_by_the_next_search(tmp_path: Path) -> None:

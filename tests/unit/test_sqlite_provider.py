@@ -24,6 +24,7 @@ from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest, cand
 from sessionlog.query.cursor import encode_cursor, request_fingerprint
 from sessionlog.query.plan import excerpt_budget, plan_request
 from sessionlog.query.scoring import fuzzy_budget, score_text, typo_budget, typo_match
+from sessionlog.query.sqlite_memo import LENGTHS_KEPT, Bounded
 from sessionlog.query.sqlite_provider import SQLiteProvider, typo_candidates
 
 VOCAB = [
@@ -284,6 +285,34 @@ def test_typo_candidates_are_complete_for_one_edit_and_nearly_for_two(
     if compared_max is None:
         assert found_far == wanted_far
     assert found_far / wanted_far >= 0.8, (found_far, wanted_far)
+
+
+def test_terms_of_a_length_read_once_give_the_same_typo_candidates(tmp_path: Path) -> None:
+    # The engine keeps the vocabulary's terms of each length it read on the same data: a later
+    # word of a near length reads only the lengths not kept yet, and finds the same candidates.
+    rng = random.Random(9)
+    vocab = sorted({_random_word(rng) for _ in range(3000)})
+    conn = _vocabulary_file(tmp_path / "terms.db", vocab)
+    reads: list[str] = []
+    conn.set_trace_callback(lambda sql: reads.append(sql) if "len = ?" in sql else None)
+    lengths: Bounded[list[str]] = Bounded(LENGTHS_KEPT)
+    try:
+        for _ in range(150):
+            query = _edit(rng, rng.choice(vocab), rng.choice((1, 2)))
+            alone = candidates.expansions(conn, query, ["w"])
+            before = len(reads)
+            kept = candidates.expansions(conn, query, ["w"], lengths=lengths)
+            assert kept == alone, query
+            if fuzzy_budget(query) == 2:
+                assert len(reads) - before <= 5  # at most the window's lengths, fewer once kept
+        reads.clear()
+        word = next(t for t in vocab if fuzzy_budget(t) == 2)
+        candidates.expansions(conn, word, ["w"], lengths=lengths)
+        candidates.expansions(conn, word + "x", ["w"], lengths=lengths)
+    finally:
+        conn.close()
+    assert len(reads) <= 6  # the second word's window shares four of its five lengths
+    assert lengths.get(("w", len(word))) is not None
 
 
 def _mixed_word(rng: random.Random) -> str:

@@ -122,19 +122,20 @@ class WordArms:
         limit: int = MAX_EXPANSIONS,
         known: Bounded[tuple[list[tuple[int, str]], bool]] | None = None,
         sizes: Bounded[int] | None = None,
+        lengths: Bounded[list[str]] | None = None,
     ) -> None:
         """Find the typo candidates (this word's, or its parts'); ``known`` keeps those found
-        earlier on the same data."""
+        earlier on the same data (``sizes`` and ``lengths``: see :func:`expansions`)."""
         if self.expanded:
             return
         self.expanded = True
         for part in self.parts:
-            part.expand(conn, workspaces, limit, known, sizes)
+            part.expand(conn, workspaces, limit, known, sizes, lengths)
         if self.budget:
             key = (self.text, tuple(workspaces), limit)
             found = known.get(key) if known is not None else None
             if found is None:
-                found = expansions(conn, self.text, workspaces, limit, sizes)
+                found = expansions(conn, self.text, workspaces, limit, sizes, lengths)
                 if known is not None:
                     known.put(key, found)
             self.expansions, self.complete = found
@@ -237,6 +238,7 @@ def expansions(
     workspaces: Sequence[str],
     limit: int = MAX_EXPANSIONS,
     sizes: Bounded[int] | None = None,
+    lengths: Bounded[list[str]] | None = None,
 ) -> tuple[list[tuple[int, str]], bool]:
     """``(edit distance, term)`` of :func:`typo_candidates`, and whether nothing was cut.
 
@@ -244,7 +246,8 @@ def expansions(
     (every one-edit variant keeps one of them), and for a two-edit budget every term of the scope of
     a near length (when there are at most 150,000: complete) or else the padded trigrams of the word
     in ``vocab_tri``; each candidate is verified by :func:`~sessionlog.query.scoring.typo_match`.
-    ``sizes`` keeps the length windows found too large to compare every term on the same data."""
+    ``sizes`` keeps the length windows found too large to compare every term on the same data,
+    ``lengths`` the workspaces' terms of each length read so far on the same data."""
     budget = fuzzy_budget(word)
     n = len(word)
     if budget == 0 or not workspaces:
@@ -256,7 +259,7 @@ def expansions(
     if budget >= 2:
         window = (*workspaces, n - budget, n + budget)
         crowded = sizes is not None and sizes.get(window) is not None
-        near = None if crowded else _near_terms(conn, word, budget, marks, window)
+        near = None if crowded else _near_terms(conn, word, budget, marks, window, lengths)
         if near is not None:  # the scope's own terms of a near length, every one compared
             found.update(near)
             scanned = True  # complete: the one-edit ranges below would add nothing
@@ -291,24 +294,41 @@ def expansions(
 
 
 def _near_terms(
-    conn: sqlite3.Connection, word: str, budget: int, marks: str, window: tuple[Any, ...]
+    conn: sqlite3.Connection,
+    word: str,
+    budget: int,
+    marks: str,
+    window: tuple[Any, ...],
+    lengths: Bounded[list[str]] | None = None,
 ) -> list[str] | None:
     """The workspaces' terms of a near length within ``budget`` edits of ``word`` (OSA distance,
-    compared in C), or ``None`` when they are more than :data:`_SCAN_TERMS_MAX` (read in one
-    statement, not counted first: a count of the largest workspace's 50,000 cost a third of
-    reading them). For a word with digits, the terms holding its digit runs in the same order
-    (``GLOB``, in C: every term with the same digit skeleton does); the caller's ``typo_match``
-    then applies the digit rule."""
-    near = f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ?"
+    compared in C), or ``None`` when they are more than :data:`_SCAN_TERMS_MAX` (read without
+    counting them first: a count of the largest workspace's 50,000 cost a third of reading them).
+    For a word with digits, the terms holding its digit runs in the same order (``GLOB``, in C:
+    every term with the same digit skeleton does); the caller's ``typo_match`` then applies the
+    digit rule.
+
+    The other words' terms are read length by length, each length kept in ``lengths``: reading
+    them is most of the cost (at 1M entries, 17–20 ms of a two-edit word's 20–24 in the largest
+    workspace), and the words of one query and of the next searches share most lengths."""
     if mixed_key(word) is not None:
         runs = "*" + "*".join(_DIGIT_RUNS.findall(word)) + "*"
-        near += " AND term GLOB ?"
-        window = (*window, runs)
-    terms = read_column(conn, f"{near} LIMIT ?", (*window, _SCAN_TERMS_MAX + 1))
-    if len(terms) > _SCAN_TERMS_MAX:
-        return None
-    if mixed_key(word) is not None:
-        return terms
+        near = f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len BETWEEN ? AND ? AND term GLOB ? LIMIT ?"
+        terms = read_column(conn, near, (*window, runs, _SCAN_TERMS_MAX + 1))
+        return None if len(terms) > _SCAN_TERMS_MAX else terms
+    *workspaces, low, high = window
+    terms = []
+    for length in range(low, high + 1):
+        key = (*workspaces, length)
+        of_length = lengths.get(key) if lengths is not None else None
+        if of_length is None:
+            sql = f"SELECT term FROM vocab WHERE ws IN ({marks}) AND len = ? LIMIT ?"
+            of_length = read_column(conn, sql, (*workspaces, length, _SCAN_TERMS_MAX + 1))
+            if lengths is not None and len(of_length) <= _SCAN_TERMS_MAX:
+                lengths.put(key, of_length)
+        terms.extend(of_length)
+        if len(terms) > _SCAN_TERMS_MAX:
+            return None
     return [
         term
         for term, _, _ in process.extract(word, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)

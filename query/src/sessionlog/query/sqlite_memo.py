@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # sqlite_hits imports candidates, which imports this module
     from sessionlog.query.sqlite_hits import Hits
     from sessionlog.query.sqlite_scan import ScopeRow
 
-__all__ = ["HITS_KEPT_MAX", "Bounded", "SnapshotMemo"]
+__all__ = ["HITS_KEPT_MAX", "LENGTHS_KEPT", "Bounded", "SnapshotMemo"]
 
 V = TypeVar("V")
 
@@ -58,6 +58,8 @@ SCORED_QUERIES: Final = 4
 SCORES_MAX: Final = 200_000
 #: Entries placed (in or out of the scope) kept per filter set.
 PLACED_MAX: Final = 200_000
+#: Term lengths whose vocabulary is kept: a two-edit word reads five (a few MB at most).
+LENGTHS_KEPT: Final = 12
 #: Index hits (entries per word, summed) past which a query's hits are not kept: a few common
 #: words of a large file would otherwise hold hundreds of MB.
 HITS_KEPT_MAX: Final = 200_000
@@ -73,6 +75,9 @@ class SnapshotMemo:
         self.expansions: Bounded[tuple[list[tuple[int, str]], bool]] = Bounded(256)
         self.ranges: Bounded[tuple[int, int]] = Bounded(64)
         self.sizes: Bounded[int] = Bounded(256)
+        #: The vocabulary's terms of one length in the scope's workspaces (typo candidates of
+        #: two-edit words): about 10,000 a length in a workspace of 200,000 entries.
+        self.lengths: Bounded[list[str]] = Bounded(LENGTHS_KEPT)
         self.hits: Bounded[Hits] = Bounded(SCORED_QUERIES)
         self.members: Bounded[frozenset[int]] = Bounded(2)
         #: A scanned scope's entries, text folded (``None``: too large to scan), for the last scope
@@ -92,6 +97,7 @@ class SnapshotMemo:
             self.expansions.clear()
             self.ranges.clear()
             self.sizes.clear()
+            self.lengths.clear()
             self.hits.clear()
             self.members.clear()
             self.scans.clear()

@@ -284,8 +284,9 @@ class SQLiteEngine:
             if phase == arms_of.TYPO:
                 typo_phase = True
                 for word in words:
+                    kept = self._memo
                     word.expand(
-                        conn, workspaces, self.max_expansions, self._memo.expansions, self._memo.sizes
+                        conn, workspaces, self.max_expansions, kept.expansions, kept.sizes, kept.lengths
                     )
             if phase != arms_of.EXACT and not any(w.has(phase) for w in words):
                 continue
