@@ -3,9 +3,9 @@ CPU sleeps, after the caches are swept, with the other core busy.
 
 Runs the queries of a relevance result (``python -m tests.benchmarks.run relevance`` keeps its
 query list) in their order against the embedded file of the same corpus (``python -m
-tests.benchmarks.relevance_misses --load N --sqlite DIR``), each scope's provider kept in a
-least-recently-used set of 256 as the relevance harness's embedded system does, so the searches
-pay what the speed rows' searches pay, except for what each condition puts before them:
+tests.benchmarks.relevance_misses --load N --sqlite DIR``) through the relevance harness's own
+``EmbeddedSearches`` (a provider per scope, the 256 most recently used kept), so the searches pay
+what the speed rows' searches pay, except for what each condition puts before them:
 
 ``none``        nothing: back to back
 ``sleep:MS``    the process sleeps MS milliseconds before each search (as while a peer answers)
@@ -24,44 +24,14 @@ import argparse
 import json
 import multiprocessing
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.benchmarks.metrics import percentile
+from tests.benchmarks.sys_embedded import EmbeddedSearches
 
-from sessionlog.query import Scope, SessionQueryRequest
-from sessionlog.query.sqlite_provider import SQLiteProvider
-
-_PROVIDERS = 256  # as tests.benchmarks.sys_embedded keeps
 _WARMUP = 20
-
-
-class _Providers:
-    """One provider per scope, the least recently used closed past :data:`_PROVIDERS`."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.kept: OrderedDict[tuple[str, str], SQLiteProvider] = OrderedDict()
-
-    def search(self, query: dict[str, Any]) -> None:
-        kind, scope_id = query["scope_kind"], query["scope_id"]
-        provider = self.kept.get((kind, scope_id))
-        if provider is None:
-            scope = Scope.session(scope_id) if kind == "session" else Scope.workspace(scope_id)
-            provider = self.kept[(kind, scope_id)] = SQLiteProvider(scope, self.path, request_timeout_s=60.0)
-            if len(self.kept) > _PROVIDERS:
-                self.kept.popitem(last=False)[1].close()
-        else:
-            self.kept.move_to_end((kind, scope_id))
-        session_id = scope_id if kind == "session" else None
-        provider.search(SessionQueryRequest(query=query["text"], limit=10, session_id=session_id))
-
-    def close(self) -> None:
-        for provider in self.kept.values():
-            provider.close()
-        self.kept.clear()
 
 
 def _spin(seconds: float) -> None:
@@ -95,19 +65,19 @@ def run(queries: list[dict[str, Any]], path: Path, condition: str) -> list[tuple
     if condition == "busy":
         spinner = multiprocessing.Process(target=_spin, args=(3600.0,), daemon=True)
         spinner.start()
-    providers = _Providers(path)
+    searches = EmbeddedSearches(path)
     try:
         for query in queries[:_WARMUP]:
-            providers.search(query)
+            searches.search(query["scope_kind"], query["scope_id"], query["text"])
         times = []
         for query in queries:
             before()
             start = time.perf_counter()
-            providers.search(query)
+            searches.search(query["scope_kind"], query["scope_id"], query["text"])
             times.append(((time.perf_counter() - start) * 1000, query))
         return times
     finally:
-        providers.close()
+        searches.close()
         if spinner is not None:
             spinner.terminate()
             spinner.join()

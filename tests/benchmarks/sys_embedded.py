@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.benchmarks.base import SystemUnavailable
 
-__all__ = ["EmbeddedSystem", "unavailable_reason"]
+__all__ = ["EmbeddedSearches", "EmbeddedSystem", "unavailable_reason"]
 
 try:
     from sessionlog.indexer.sqlite_view import SQLiteView
@@ -47,6 +47,42 @@ def unavailable_reason() -> str | None:
     return None
 
 
+class EmbeddedSearches:
+    """Searches of one embedded file, a provider per scope kept as an application keeps them:
+    the :data:`_MAX_PROVIDERS` most recently used, the others closed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._providers: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def _provider(self, scope_kind: str, scope_id: str) -> Any:
+        key = (scope_kind, scope_id)
+        provider = self._providers.get(key)
+        if provider is None:
+            scope = Scope.session(scope_id) if scope_kind == "session" else Scope.workspace(scope_id)
+            provider = SQLiteProvider(scope, self.path, request_timeout_s=30.0)
+            self._providers[key] = provider
+            if len(self._providers) > _MAX_PROVIDERS:
+                _, evicted = self._providers.popitem(last=False)
+                evicted.close()
+        else:
+            self._providers.move_to_end(key)
+        return provider
+
+    def search(self, scope_kind: str, scope_id: str, query: str, limit: int = 10) -> list[str]:
+        """``session:seq`` of the matches, best first."""
+        provider = self._provider(scope_kind, scope_id)
+        request = SessionQueryRequest(
+            session_id=scope_id if scope_kind == "session" else None, query=query, limit=limit
+        )
+        return [f"{m.session_id}:{m.seq}" for m in provider.search(request).matches]
+
+    def close(self) -> None:
+        while self._providers:
+            _, provider = self._providers.popitem()
+            provider.close()
+
+
 class EmbeddedSystem:
     name = "sessionlog_embedded"
 
@@ -63,7 +99,7 @@ class EmbeddedSystem:
         self.path = self.dir / "sessionlog.db"
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-        self._providers: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self.searches = EmbeddedSearches(self.path)
 
     @property
     def server_version(self) -> str:
@@ -83,26 +119,8 @@ class EmbeddedSystem:
             view.compact()  # what `sessionlog rebuild` and `index --until-idle --compact` do
             view.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def _provider(self, scope_kind: str, scope_id: str) -> Any:
-        key = (scope_kind, scope_id)
-        provider = self._providers.get(key)
-        if provider is None:
-            scope = Scope.session(scope_id) if scope_kind == "session" else Scope.workspace(scope_id)
-            provider = SQLiteProvider(scope, self.path, request_timeout_s=30.0)
-            self._providers[key] = provider
-            if len(self._providers) > _MAX_PROVIDERS:
-                _, evicted = self._providers.popitem(last=False)
-                evicted.close()
-        else:
-            self._providers.move_to_end(key)
-        return provider
-
     def search(self, scope_kind: str, scope_id: str, query: str, limit: int = 10) -> list[str]:
-        provider = self._provider(scope_kind, scope_id)
-        request = SessionQueryRequest(
-            session_id=scope_id if scope_kind == "session" else None, query=query, limit=limit
-        )
-        return [f"{m.session_id}:{m.seq}" for m in provider.search(request).matches]
+        return self.searches.search(scope_kind, scope_id, query, limit)
 
     def index_bytes(self) -> int:
         return sum(
@@ -112,8 +130,6 @@ class EmbeddedSystem:
         )
 
     def close(self) -> None:
-        while self._providers:
-            _, provider = self._providers.popitem()
-            provider.close()
+        self.searches.close()
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)

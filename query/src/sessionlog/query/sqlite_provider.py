@@ -283,8 +283,8 @@ class SQLiteEngine:
         for phase in arms_of.PHASES:
             if phase == arms_of.TYPO:
                 typo_phase = True
+                kept = self._memo
                 for word in words:
-                    kept = self._memo
                     word.expand(
                         conn, workspaces, self.max_expansions, kept.expansions, kept.sizes, kept.lengths
                     )
