@@ -141,6 +141,48 @@ def test_a_batch_s_events_in_several_statements_keep_their_rowids(
     assert _projection(bulk_path) == _serial(serial_path)
 
 
+def test_a_build_with_few_bound_parameters_gets_shorter_statements(tmp_path: Path) -> None:
+    bulk_path, serial_path = _twins(tmp_path, lambda _: None)
+    runner, bulk = _bulk_runner(bulk_path)
+    conn: sqlite3.Connection = runner.view.conn  # type: ignore[attr-defined]
+    # 40 parameters: three 13-column event rows or ten vocabulary rows a statement
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 40)
+    with runner:
+        runner.run(until_idle=True)
+    assert bulk.stopped is None
+    assert _projection(bulk_path) == _serial(serial_path)
+
+
+def test_the_checkpoint_settings_are_restored_and_the_wal_checkpointed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.db"
+    _append(path, RECORDS)
+    runner, bulk = _bulk_runner(path)
+    conn: sqlite3.Connection = runner.view.conn  # type: ignore[attr-defined]
+
+    def settings() -> list[int]:
+        names = ("wal_autocheckpoint", "journal_size_limit")
+        return [conn.execute(f"PRAGMA {name}").fetchone()[0] for name in names]
+
+    own, during = settings(), []
+    real_write = sqlite_catchup._write
+
+    def write(*args: Any) -> None:
+        during.append(settings())
+        real_write(*args)
+
+    monkeypatch.setattr(sqlite_catchup, "_write", write)
+    with runner:
+        runner.run(until_idle=True)
+        after = settings()
+        busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert bulk.stopped is None and during
+    assert all(seen == [sqlite_catchup.CATCH_UP_CHECKPOINT_PAGES, -1] for seen in during)
+    assert after == own and own[1] > 0  # the indexer's connection cuts its WAL file back
+    assert busy == 0 and frames == copied  # nothing left uncopied in the WAL
+
+
 def test_the_switch_interval_is_restored(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     _append(path, RECORDS)

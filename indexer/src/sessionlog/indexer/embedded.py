@@ -62,6 +62,10 @@ def open_embedded(
 INDEXER_CACHE_KIB = 128 * 1024
 #: WAL pages between checkpoints on the indexer's connection (~40 MiB; SQLite's default is 1,000).
 INDEXER_CHECKPOINT_PAGES = 10_000
+#: The WAL file's size left after a checkpoint on the indexer's connection (SQLite keeps the file
+#: at its largest otherwise): above the checkpoint interval's ~40 MiB, so only the larger WAL of a
+#: bulk catch-up is cut back.
+INDEXER_WAL_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def embedded_runner(
@@ -101,6 +105,7 @@ def embedded_runner(
     with sqlite_edge(f"cannot set the page cache of {path}"):
         conn.execute(f"PRAGMA cache_size = -{INDEXER_CACHE_KIB}")
         conn.execute(f"PRAGMA wal_autocheckpoint = {INDEXER_CHECKPOINT_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit = {INDEXER_WAL_LIMIT_BYTES}")
     source = SQLiteSource(
         conn, name=name, batch_max_bytes=batch_max_bytes, poll_interval_s=poll_interval_s, sleep=sleep
     )
