@@ -123,6 +123,9 @@ def run(args: argparse.Namespace, command: str, console: Console) -> Path:
         "runs": [],
     }
     out: Path = args.out
+    if args.warm_servers and {"append", "indexer", "load"} & set(rows):
+        warm = speed_rows.warm_servers
+        result["warmup"] = _step(console, "warm-up (not measured)", warm, args.warm_servers, console)
     for entries in sizes:
         console.rule(f"[bold]{entries:,} entries")
         size: dict[str, Any] = {"entries": entries, "loadavg_at_start": list(os.getloadavg()), "rows": {}}
@@ -199,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         "--queries", type=int, default=None, help="queries per variant and scope (default 40)"
     )
     parser.add_argument("--warmup", type=int, default=None, help="unmeasured queries first (default 20)")
+    parser.add_argument(
+        "--warm-servers",
+        type=int,
+        default=None,
+        help="events through the appender and the indexer first, not measured (default 30,000; 0: none)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--opensearch", default=os.environ.get("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:9200")
@@ -211,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     args.append_max = args.append_max or (3000 if args.quick else 100_000)
     args.queries = args.queries or (4 if args.quick else 40)
     args.warmup = args.warmup if args.warmup is not None else (5 if args.quick else 20)
+    if args.warm_servers is None:
+        args.warm_servers = 1000 if args.quick else 30_000
     command = "python -m tests.benchmarks.speed " + shlex.join(argv)
     path = run(args, command.strip(), console)
     console.print(f"result: {path}")

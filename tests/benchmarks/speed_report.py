@@ -108,6 +108,15 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "",
         "#### How each row is measured",
         "",
+        *(
+            [
+                f"- **Warm-up**: before the first row, {result['warmup']['events']:,} events through the "
+                "appender and through the indexer end to end and the raw bulk, not measured (Kafka and "
+                "OpenSearch may have just started, and a JVM runs its first minutes slower)."
+            ]
+            if isinstance(result.get("warmup"), dict) and "events" in result["warmup"]
+            else []
+        ),
         "- **Appender**: `bench_append.run_sessionlog` (durable, fsync interval) and `run_confluent` (the "
         "byte-identical records, the same pydantic validation and encoding on the caller's thread), "
         "min(entries, 100,000) events of ~300 B, 4 partitions; ev/s until every record is acknowledged; "

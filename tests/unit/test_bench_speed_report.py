@@ -62,6 +62,16 @@ def test_the_header_says_how_much_cpu_time_the_host_took() -> None:
     assert "![Search latency vs corpus size](img/speed-latency.png)" in section
 
 
+def test_a_server_warm_up_is_said_and_its_absence_is_not() -> None:
+    result = _result()
+    assert "Warm-up" not in speed_report.render(result)
+    result["warmup"] = {"events": 30000, "seconds": 41.0}
+    said = "- **Warm-up**: before the first row, 30,000 events through the appender"
+    assert said in speed_report.render(result)
+    result["warmup"] = {"error": "NoBrokersAvailable: no brokers"}  # a failed warm-up claims nothing
+    assert "Warm-up" not in speed_report.render(result)
+
+
 def test_every_row_of_the_issue_is_judged_against_its_target() -> None:
     section = speed_report.render(_result())
     appender = _row(section, "appender, durable")
