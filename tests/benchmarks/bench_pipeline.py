@@ -158,6 +158,15 @@ def scaling(
     return {"events": n_events, "partitions": kafka.partitions, "runs": rows}
 
 
+def _cpu_window() -> CpuWindow:
+    """A CPU window over the local servers and this process."""
+    window = CpuWindow()
+    for name, pid in server_pids().items():
+        window.watch(name, pid)
+    window.watch("bench", os.getpid())
+    return window
+
+
 def throughput(events: int, console: Console) -> dict[str, Any]:
     records = _records(events)
     run = uuid.uuid4().hex[:8]
@@ -167,8 +176,10 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
 
     opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-tp-{run}"})
     settings = IndexerSettings().model_copy(update={"group_id": f"bench-{run}", "batch_max": 2000})
+    indexer_window = _cpu_window()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("indexer (Kafka → OpenSearch)", total=len(records))
+        indexer_window.start()
         started, cpu_started = time.monotonic(), time.process_time()
         with kafka_runner(kafka, opensearch, settings) as worker:
             stats = worker.run(
@@ -176,6 +187,7 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
             )
         indexer_s = time.monotonic() - started
         indexer_cpu_s = time.process_time() - cpu_started  # the worker's threads (this process)
+        indexer_window.stop()
     view = OpenSearchView(opensearch)
 
     raw = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-raw-{run}"})
@@ -192,6 +204,8 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
         for r in parsed
         if isinstance(r, EventRecord)
     ]
+    raw_window = _cpu_window()
+    raw_window.start()
     started = time.monotonic()
     for ok, item in helpers.parallel_bulk(
         raw_view.client, docs, thread_count=2, chunk_size=2000, raise_on_error=False, request_timeout=120
@@ -200,6 +214,7 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
             raise RuntimeError(f"raw bulk failed: {item}")
     raw_view.refresh()
     raw_s = time.monotonic() - started
+    raw_window.stop()
     result = {
         "events": n_events,
         "records": len(records),
@@ -212,6 +227,8 @@ def throughput(events: int, console: Console) -> dict[str, Any]:
         "dead_lettered": stats.dead_lettered,
         "indexer_cpu_seconds": indexer_cpu_s,
         "load_average": os.getloadavg()[0],
+        # CPU seconds by party: "bench" is this process (the worker, then the bulk client)
+        "cpu": {"indexer": indexer_window.report(), "raw": raw_window.report()},
     }
     _cleanup(view, kafka)
     raw_view.drop()

@@ -8,6 +8,7 @@ __all__ = [
     "MET",
     "NOT_MET",
     "Row",
+    "cpu_text",
     "fmt_mib",
     "fmt_ms",
     "fmt_num",
@@ -76,3 +77,24 @@ def md_table(header: list[str], rows: list[Row]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return out
+
+
+def cpu_text(cpu: dict[str, Any], what: str, own: tuple[str, str]) -> str:
+    """``; WHAT: OWN x s, OpenSearch y s, Kafka z s in w s (machine b% busy)`` from a
+    :class:`~tests.benchmarks.cpuacct.CpuWindow` report (``own``: its key and label), with the time
+    the host took for other guests when it counts; "" when the window measured nothing."""
+    if not cpu.get("wall_s"):
+        return ""
+    key, label = own
+    parts = [f"{label} {cpu.get(key, 0):.1f} s"]
+    parts += [
+        f"{name} {cpu[k]:.1f} s"
+        for k, name in (("opensearch_cpu_s", "OpenSearch"), ("kafka_cpu_s", "Kafka"))
+        if cpu.get(k)
+    ]
+    if (cpu.get("stolen_cpu_s") or 0.0) >= 0.5:  # a virtual machine's host ran other guests
+        parts.append(f"taken by the host for other guests {cpu['stolen_cpu_s']:.1f} s")
+    busy = cpu.get("machine_busy_fraction")
+    return f"; {what}: {', '.join(parts)} in {cpu['wall_s']:.1f} s" + (
+        f" (machine {busy:.0%} busy)" if busy is not None else ""
+    )

@@ -123,9 +123,8 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "and `run_kafka_python` (kafka-python alone with the appender's producer settings, pre-encoded "
         "records, one callback each: the most any appender on kafka-python can reach).",
         "- **Indexer**: `bench_pipeline.throughput` (the corpus produced to a fresh topic, indexed end to "
-        "end by the worker, vs the same documents through `parallel_bulk` with 2 threads); worker scaling "
-        "when "
-        "`bench_pipeline` offers `workers`.",
+        "end by the worker, vs the same documents through `parallel_bulk` with 2 threads; with the CPU "
+        "each side took, when the result has it); worker scaling when `bench_pipeline` offers `workers`.",
         "- **append FILE**: `bench_cli_append.measure` (`sessionlog append FILE` in a subprocess, embedded "
         "and Kafka, vs `SQLiteEntryLog.append_many` of 2,000 parsed records per call), rates on the wall "
         "clock.",

@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.benchmarks.speed_cells import (
     Row,
+    cpu_text,
     fmt_mib,
     fmt_ms,
     fmt_num,
@@ -81,28 +82,12 @@ def _load_rows(run: dict[str, Any]) -> list[Row]:
         now = f"{ours['seconds']:.1f} s (append {ours['append_s']:.1f} s + index {ours['index_s']:.1f} s)"
         if ours.get("found") is False:
             now += ", probe entry **not found** afterwards"
-        now += _index_cpu(ours.get("index_cpu") or {})
+        now += cpu_text(
+            ours.get("index_cpu") or {}, "index step CPU", ("command_cpu_s", "`sessionlog index`")
+        )
         status = status_of([(ratio is not None and ratio <= 3.0, f"{fmt_x(ratio)} > 3×")])
         out.append([label, now, peer, fmt_x(ratio), "≤ 3× PostgreSQL", status])
     return out
-
-
-def _index_cpu(cpu: dict[str, Any]) -> str:
-    """Where the index step's CPU went (when the load row measured it)."""
-    if not cpu.get("wall_s"):
-        return ""
-    parts = [f"`sessionlog index` {cpu.get('command_cpu_s', 0):.1f} s"]
-    parts += [
-        f"{name} {cpu[key]:.1f} s"
-        for key, name in (("opensearch_cpu_s", "OpenSearch"), ("kafka_cpu_s", "Kafka"))
-        if cpu.get(key)
-    ]
-    if (cpu.get("stolen_cpu_s") or 0.0) >= 0.5:  # a virtual machine's host ran other guests
-        parts.append(f"taken by the host for other guests {cpu['stolen_cpu_s']:.1f} s")
-    busy = cpu.get("machine_busy_fraction")
-    return f"; index step CPU: {', '.join(parts)} in {cpu['wall_s']:.1f} s" + (
-        f" (machine {busy:.0%} busy)" if busy is not None else ""
-    )
 
 
 def latency(system: dict[str, Any], scope: str, q: str) -> float | None:

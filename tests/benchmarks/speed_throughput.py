@@ -3,11 +3,12 @@ FILE``), judged against their targets (pure: no I/O)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from tests.benchmarks.speed_cells import (
     MET,
     Row,
+    cpu_text,
     fmt_x,
     missing_reason,
     ratio_of,
@@ -62,6 +63,11 @@ def append_rows(run: dict[str, Any]) -> list[Row]:
     return [[label, now, other, fmt_x(ratio), "≥ 20,000 ev/s, ≥ 0.8×, p99 ≤ 1 ms", status]]
 
 
+#: The benchmark's own process in the indexer row's CPU windows: the worker, then the bulk client.
+_WORKER: Final = ("bench_cpu_s", "the worker")
+_CLIENT: Final = ("bench_cpu_s", "the bulk client")
+
+
 def indexer_rows(run: dict[str, Any]) -> list[Row]:
     row = run["rows"].get("indexer")
     why = missing_reason(row, "indexer")
@@ -71,11 +77,13 @@ def indexer_rows(run: dict[str, Any]) -> list[Row]:
             ["indexer, 2 vs 1 worker processes, 4 partitions", "–", "1 worker", "–", "≥ 1.6×", why or ""],
         ]
     ratio = row.get("ratio")
+    cpu = row.get("cpu") or {}
     out = [
         [
             "indexer end to end (Kafka → OpenSearch)",
-            f"{row['indexer_events_per_s']:,.0f} ev/s",
-            f"raw `parallel_bulk` of the same documents: {row['raw_events_per_s']:,.0f} ev/s",
+            f"{row['indexer_events_per_s']:,.0f} ev/s" + cpu_text(cpu.get("indexer") or {}, "CPU", _WORKER),
+            f"raw `parallel_bulk` of the same documents: {row['raw_events_per_s']:,.0f} ev/s"
+            + cpu_text(cpu.get("raw") or {}, "CPU", _CLIENT),
             fmt_x(ratio),
             "≥ 0.7×",
             status_of([(ratio is not None and ratio >= 0.7, f"{fmt_x(ratio)} < 0.7×")]),

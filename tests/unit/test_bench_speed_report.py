@@ -254,6 +254,26 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     assert "- **Load path in this run**: bench_load (the CLI)." in section
 
 
+def test_the_indexer_row_says_where_each_side_s_cpu_went() -> None:
+    result = _result()
+    row: dict[str, Any] = {"indexer_events_per_s": 600.0, "raw_events_per_s": 1000.0, "ratio": 0.6}
+    result["runs"][0]["rows"]["indexer"] = row
+    assert "CPU" not in "".join(_row(speed_report.render(result), "indexer end to end")[1:3])
+    window = {"wall_s": 10.0, "opensearch_cpu_s": 14.0, "kafka_cpu_s": 0.4, "machine_busy_fraction": 0.9}
+    row["cpu"] = {
+        "indexer": {**window, "bench_cpu_s": 4.5},
+        "raw": {**window, "bench_cpu_s": 1.2, "kafka_cpu_s": 0.0, "wall_s": 6.0},
+    }
+    cells = _row(speed_report.render(result), "indexer end to end")
+    assert (
+        cells[1]
+        == "600 ev/s; CPU: the worker 4.5 s, OpenSearch 14.0 s, Kafka 0.4 s in 10.0 s (machine 90% busy)"
+    )
+    assert cells[2].endswith(
+        "1,000 ev/s; CPU: the bulk client 1.2 s, OpenSearch 14.0 s in 6.0 s (machine 90% busy)"
+    )
+
+
 def test_the_appender_row_shows_what_kafka_python_alone_reaches() -> None:
     result = _result()
     append = result["runs"][0]["rows"]["append"]
