@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 from tests.benchmarks.corpus import Corpus, CorpusConfig
-from tests.benchmarks.cpuacct import CpuWindow, server_pids
+from tests.benchmarks.cpuacct import CpuWindow
 from tests.benchmarks.machine import machine_info
 from tests.benchmarks.size_parts import pg_parts, sqlite_parts
 
@@ -65,9 +65,7 @@ def _write_corpus(entries: int, seed: int, path: Path) -> tuple[int, int, dict[s
 def _cli(args: list[str], env: dict[str, str], cpu: dict[str, Any] | None = None) -> float:
     """Run one CLI command; its wall seconds. ``cpu``: filled with the CPU seconds the command and
     the local servers took meanwhile (``cpuacct``), and how busy the machine was."""
-    window = CpuWindow()
-    for name, pid in server_pids().items():
-        window.watch(name, pid)
+    window = CpuWindow.over_servers()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     window.start()
     started = time.monotonic()

@@ -160,9 +160,7 @@ def scaling(
 
 def _cpu_window() -> CpuWindow:
     """A CPU window over the local servers and this process."""
-    window = CpuWindow()
-    for name, pid in server_pids().items():
-        window.watch(name, pid)
+    window = CpuWindow.over_servers()
     window.watch("bench", os.getpid())
     return window
 

@@ -82,6 +82,14 @@ class CpuWindow:
     _machine_end: tuple[int, int, int] = (0, 0, 0)
     _wall: float = 0.0
 
+    @classmethod
+    def over_servers(cls) -> CpuWindow:
+        """A window watching the local servers (:func:`server_pids`)."""
+        window = cls()
+        for name, pid in server_pids().items():
+            window.watch(name, pid)
+        return window
+
     def watch(self, name: str, pid: int) -> None:
         """Account ``pid`` under ``name`` (several pids may share one name)."""
         self.pids.setdefault(name, []).append(pid)

@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,6 @@ def warm_servers(events: int, console: Console) -> dict[str, Any]:
     """Unmeasured: ``events`` through the appender and through the indexer end to end and the raw
     bulk, so that the measured rows do not meet servers whose JVMs have just started (the first row
     to meet them ran at about half the rate it reached later in the same run)."""
-    import time
-
     from tests.benchmarks import bench_pipeline
 
     started = time.monotonic()

@@ -97,8 +97,8 @@ class _Insert:
         return _values_sql(self.head, self.width, self.tail, rows)
 
     def run(self, conn: sqlite3.Connection, values: list[object]) -> None:
-        """Insert the rows whose values follow each other in ``values``, in order,
-        :data:`_ROWS_CHUNK` rows per statement."""
+        """Insert the rows whose values follow each other in ``values``, in order, at most
+        :data:`_ROWS_CHUNK` rows per statement (fewer if the build binds fewer parameters)."""
         width, rows = self.width, len(values) // self.width
         chunk = min(_ROWS_CHUNK, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
         for start in range(0, rows, chunk):
