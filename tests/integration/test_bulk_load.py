@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from tests.integration.conftest import Pipeline
 
+from sessionlog.indexer.document import PERIODIC_REFRESH
 from sessionlog.indexer.opensearch_load import bulk_load_settings
 from sessionlog.indexer.operations import rebuild
 
@@ -70,7 +71,7 @@ def test_a_rebuild_leaves_normal_settings_on_the_new_version(pipeline: Pipeline)
     assert report.stats.indexed == 90 and lags
     prefix = pipeline.opensearch.index_prefix
     for index in (f"{prefix}-events-v2", f"{prefix}-sessions-v2"):
-        assert _settings(pipeline, index) == ("1s", "0")
+        assert _settings(pipeline, index) == (PERIODIC_REFRESH, "0")
     # compacted before it took the aliases: one segment per index
     segments = pipeline.view().client.cat.segments(index=f"{prefix}-events-v2", format="json")
     assert len(segments) == 1, segments
