@@ -75,6 +75,7 @@ class Runner(PipelinedSteps):
         idle_timeout_s: float = 300.0,
         backoff_max_s: float = 5.0,
         watermark_interval_s: float = 1.0,
+        behind_watermark_interval_s: float = 5.0,
         metrics_port: int | None = None,
         metrics_host: str = "127.0.0.1",
         pipeline: bool = False,
@@ -97,7 +98,7 @@ class Runner(PipelinedSteps):
         self.metrics = IndexerMetrics()
         self.processor = BatchProcessor(view, self.metrics)
         self.stats = RunStats()
-        self._watermark_interval_s = watermark_interval_s
+        self._watermark_intervals = (watermark_interval_s, behind_watermark_interval_s)
         self._publisher: WatermarkPublisher | None = None
         self._server = (
             MetricsServer(self.metrics, metrics_port, host=metrics_host) if metrics_port is not None else None
@@ -126,7 +127,7 @@ class Runner(PipelinedSteps):
         self.view.ensure_schema()
         if self.view.publishes_watermarks and self._publisher is None:
             self._publisher = WatermarkPublisher(
-                self.view, self.source.topic, self.metrics, self._watermark_interval_s
+                self.view, self.source.topic, self.metrics, *self._watermark_intervals
             )
         self._ready = True
 
@@ -198,9 +199,9 @@ class Runner(PipelinedSteps):
             return 0
         self.view.settle(True)
         if self._publisher is not None:
-            for entry in batch.entries:
-                raw = entry.raw
-                self._publisher.offer(raw.partition, raw.offset, raw.timestamp_ms)
+            raws = [entry.raw for entry in batch.entries]
+            self._publisher.offer_many((raw.partition, raw.offset, raw.timestamp_ms) for raw in raws)
+            self._publisher.pace(len(raws) >= self.batch_max)
         self._count(
             len(batch.entries),
             result.indexed,

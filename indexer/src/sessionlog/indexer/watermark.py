@@ -3,6 +3,10 @@
 A refresh makes everything written before it searchable but takes a few hundred milliseconds on a
 busy node; done inline it would stall indexing after every batch. The worker hands over the offsets
 it has written; this thread refreshes, then publishes them, at most once per interval.
+
+While the worker is behind (its batches come back full), publications are spaced further apart:
+what a search sees then trails the log by the whole backlog anyway, and every refresh writes a
+segment that merging must undo, on the node the catch-up is waiting for.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 
 from sessionlog.indexer.errors import IndexerError
 from sessionlog.indexer.metrics import IndexerMetrics
@@ -21,26 +26,54 @@ log = logging.getLogger("sessionlog.indexer")
 
 
 class WatermarkPublisher:
-    """Background refresh + watermark publication; ``offer`` never blocks on OpenSearch."""
+    """Background refresh + watermark publication; ``offer`` never blocks on OpenSearch.
 
-    def __init__(self, view: SessionView, topic: str, metrics: IndexerMetrics, interval_s: float) -> None:
+    ``interval_s`` spaces publications while the worker keeps up, ``behind_interval_s`` (never
+    shorter) while :meth:`pace` says it is behind."""
+
+    def __init__(
+        self,
+        view: SessionView,
+        topic: str,
+        metrics: IndexerMetrics,
+        interval_s: float,
+        behind_interval_s: float | None = None,
+    ) -> None:
         self.view = view
         self.topic = topic
         self.metrics = metrics
         self.interval_s = interval_s
+        self.behind_interval_s = max(interval_s, behind_interval_s or 0.0)
         self._lock = threading.Condition()
         self._publishing = threading.Lock()
         self._offsets: dict[int, tuple[int, int]] = {}
         self._times: list[float] = []
+        self._behind = False
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="sessionlog-watermark", daemon=True)
         self._thread.start()
 
     def offer(self, partition: int, offset: int, record_ms: int) -> None:
+        """Hand over one written record's position (and its timestamp, for the freshness metric)."""
+        self.offer_many(((partition, offset, record_ms),))
+
+    def offer_many(self, positions: Iterable[tuple[int, int, int]]) -> None:
+        """Hand over written records' ``(partition, offset, record_ms)``, in log order."""
         with self._lock:
-            self._offsets[partition] = (offset, record_ms)
-            self._times.append(record_ms / 1000.0)
-            self._lock.notify()
+            idle = not self._offsets
+            offsets, times = self._offsets, self._times
+            for partition, offset, record_ms in positions:
+                offsets[partition] = (offset, record_ms)
+                times.append(record_ms / 1000.0)
+            if idle and offsets:  # the thread waits for the first offer only, not for each
+                self._lock.notify()
+
+    def pace(self, behind: bool) -> None:
+        """Say whether the worker is behind the log (it has just polled a full batch)."""
+        with self._lock:
+            if behind != self._behind:
+                self._behind = behind
+                self._lock.notify()
 
     def publish_now(self) -> None:
         """Refresh and publish whatever is pending, on the caller's thread, after any publication
@@ -68,17 +101,26 @@ class WatermarkPublisher:
         for ts in times:
             self.metrics.freshness.observe(max(0.0, now - ts))
 
+    def _due(self, last: float) -> bool:
+        """Wait (holding the condition) until something is pending and its interval has passed
+        since ``last``; False when the publisher is stopping."""
+        while not self._stop:
+            if not self._offsets:
+                self._lock.wait()
+                continue
+            interval = self.behind_interval_s if self._behind else self.interval_s
+            wait = interval - (time.monotonic() - last)
+            if wait <= 0:
+                return True
+            self._lock.wait(wait)  # woken early by stop, or by pace() shortening the interval
+        return False
+
     def _run(self) -> None:
         last = 0.0
         while True:
             with self._lock:
-                while not self._offsets and not self._stop:
-                    self._lock.wait()
-                if self._stop:
+                if not self._due(last):
                     return
-            wait = self.interval_s - (time.monotonic() - last)
-            if wait > 0:
-                time.sleep(wait)
             last = time.monotonic()
             with self._publishing:
                 with self._lock:

@@ -19,6 +19,7 @@ def kafka_runner(
     *,
     view: OpenSearchView | None = None,
     watermark_interval_s: float = 1.0,
+    behind_watermark_interval_s: float = 5.0,
 ) -> Runner:
     """A :class:`Runner` over the topic (group ``settings.group_id``), the OpenSearch view (or
     ``view``, e.g. a pinned rebuild target) and the DLQ topic. Nothing connects before the first
@@ -34,6 +35,7 @@ def kafka_runner(
         poll_timeout_s=settings.poll_timeout_ms / 1000,
         idle_timeout_s=settings.idle_timeout_s,
         watermark_interval_s=watermark_interval_s,
+        behind_watermark_interval_s=behind_watermark_interval_s,
         metrics_port=settings.metrics_port,
         metrics_host=settings.metrics_host,
         pipeline=True,
