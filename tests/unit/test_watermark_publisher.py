@@ -56,10 +56,10 @@ def test_while_behind_publications_wait_for_the_longer_interval() -> None:
     view = _View()
     publisher = _publisher(view, 0.01, 60.0)
     try:
-        publisher.offer(0, 1, 1_000)  # the first publication is due at once
+        publisher.offer_many([(0, 1, 1_000)])  # the first publication is due at once
         _wait_published(view, 1)
         publisher.pace(True)
-        publisher.offer(0, 2, 2_000)
+        publisher.offer_many([(0, 2, 2_000)])
         time.sleep(0.3)  # 30 of the short intervals
         assert len(view.published) == 1
         publisher.pace(False)  # caught up: the short interval applies again, at once
@@ -72,9 +72,9 @@ def test_while_behind_publications_wait_for_the_longer_interval() -> None:
 def test_close_publishes_what_is_pending_without_waiting_for_the_interval() -> None:
     view = _View()
     publisher = _publisher(view, 60.0, 60.0)
-    publisher.offer(0, 1, 1_000)
+    publisher.offer_many([(0, 1, 1_000)])
     _wait_published(view, 1)
-    publisher.offer(0, 2, 2_000)
+    publisher.offer_many([(0, 2, 2_000)])
     started = time.monotonic()
     publisher.close()
     publisher.close()  # idempotent

@@ -199,9 +199,9 @@ class Runner(PipelinedSteps):
             return 0
         self.view.settle(True)
         if self._publisher is not None:
-            raws = [entry.raw for entry in batch.entries]
-            self._publisher.offer_many((raw.partition, raw.offset, raw.timestamp_ms) for raw in raws)
-            self._publisher.pace(len(raws) >= self.batch_max)
+            positions = ((e.raw.partition, e.raw.offset, e.raw.timestamp_ms) for e in batch.entries)
+            self._publisher.offer_many(positions)
+            self._publisher.pace(len(batch.entries) >= self.batch_max)
         self._count(
             len(batch.entries),
             result.indexed,

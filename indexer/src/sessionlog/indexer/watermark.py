@@ -26,7 +26,7 @@ log = logging.getLogger("sessionlog.indexer")
 
 
 class WatermarkPublisher:
-    """Background refresh + watermark publication; ``offer`` never blocks on OpenSearch.
+    """Background refresh + watermark publication; ``offer_many`` never blocks on OpenSearch.
 
     ``interval_s`` spaces publications while the worker keeps up, ``behind_interval_s`` (never
     shorter) while :meth:`pace` says it is behind."""
@@ -37,13 +37,13 @@ class WatermarkPublisher:
         topic: str,
         metrics: IndexerMetrics,
         interval_s: float,
-        behind_interval_s: float | None = None,
+        behind_interval_s: float = 0.0,
     ) -> None:
         self.view = view
         self.topic = topic
         self.metrics = metrics
         self.interval_s = interval_s
-        self.behind_interval_s = max(interval_s, behind_interval_s or 0.0)
+        self.behind_interval_s = max(interval_s, behind_interval_s)
         self._lock = threading.Condition()
         self._publishing = threading.Lock()
         self._offsets: dict[int, tuple[int, int]] = {}
@@ -53,12 +53,9 @@ class WatermarkPublisher:
         self._thread = threading.Thread(target=self._run, name="sessionlog-watermark", daemon=True)
         self._thread.start()
 
-    def offer(self, partition: int, offset: int, record_ms: int) -> None:
-        """Hand over one written record's position (and its timestamp, for the freshness metric)."""
-        self.offer_many(((partition, offset, record_ms),))
-
     def offer_many(self, positions: Iterable[tuple[int, int, int]]) -> None:
-        """Hand over written records' ``(partition, offset, record_ms)``, in log order."""
+        """Hand over written records' ``(partition, offset, record_ms)``, in log order (the
+        timestamps feed the freshness metric)."""
         with self._lock:
             idle = not self._offsets
             offsets, times = self._offsets, self._times
