@@ -314,8 +314,14 @@ def test_the_commands_indexer_starts_with_the_catch_up(tmp_path: Path) -> None:
     _append(path, RECORDS)
     with Backend.embedded(path).open_indexer() as runner:
         assert isinstance(runner.bulk, SQLiteCatchUp)
+        # Larger batches than the runner's own: fewer full-text segments to merge.
+        assert runner.bulk.batch_max == sqlite_catchup.CATCH_UP_BATCH_MAX > runner.batch_max
     with embedded_runner(path) as runner:
         assert runner.bulk is None
+    with embedded_runner(path, bulk_catch_up=True, catch_up_batch_max=7) as runner:
+        assert isinstance(runner.bulk, SQLiteCatchUp) and runner.bulk.batch_max == 7
+    with pytest.raises(ValueError, match="catch_up_batch_max"):
+        embedded_runner(path, bulk_catch_up=True, catch_up_batch_max=0)
 
 
 def test_a_fault_before_the_catch_up_is_left_to_the_loop(tmp_path: Path) -> None:

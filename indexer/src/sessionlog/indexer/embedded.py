@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sessionlog.indexer.errors import SourceFailed, SourceUnavailable
 from sessionlog.indexer.runner import Runner
-from sessionlog.indexer.sqlite_catchup import SQLiteCatchUp
+from sessionlog.indexer.sqlite_catchup import CATCH_UP_BATCH_MAX, SQLiteCatchUp
 from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters, list_dead_letters
 from sessionlog.indexer.sqlite_source import SQLiteSource, ensure_indexer_schema
 from sessionlog.indexer.sqlite_view import SQLiteView, ensure_view_schema
@@ -81,6 +81,7 @@ def embedded_runner(
     metrics_port: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
     bulk_catch_up: bool = False,
+    catch_up_batch_max: int = CATCH_UP_BATCH_MAX,
 ) -> Runner:
     """A :class:`Runner` keeping the projection of one SQLite file current with its log.
 
@@ -90,9 +91,10 @@ def embedded_runner(
 
     ``bulk_catch_up``: :meth:`Runner.run` starts with the
     :class:`~sessionlog.indexer.sqlite_catchup.SQLiteCatchUp` when the backlog is long (what
-    ``sessionlog index`` and ``rebuild`` do; it shortens Python's switch interval while it runs)."""
-    if batch_max < 1:
-        raise ValueError("batch_max must be at least 1")
+    ``sessionlog index`` and ``rebuild`` do; it shortens Python's switch interval while it runs),
+    in batches of ``catch_up_batch_max`` records (fewer, larger full-text segments to merge)."""
+    if batch_max < 1 or catch_up_batch_max < 1:
+        raise ValueError("batch_max and catch_up_batch_max must be at least 1")
     conn = open_embedded(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
     # The projection's b-trees and full-text segments outgrow SQLite's default 2 MiB page cache
     # early; with 128 MiB (an upper bound, allocated as used) a 100k-entry catch-up took 87 s
@@ -117,7 +119,9 @@ def embedded_runner(
         poll_timeout_s=poll_interval_s,
         idle_timeout_s=idle_timeout_s,
         metrics_port=metrics_port,
-        bulk=SQLiteCatchUp(path, conn, name=name, batch_max=batch_max, batch_max_bytes=batch_max_bytes)
+        bulk=SQLiteCatchUp(
+            path, conn, name=name, batch_max=catch_up_batch_max, batch_max_bytes=batch_max_bytes
+        )
         if bulk_catch_up
         else None,
     )
