@@ -240,3 +240,14 @@ def test_restore_without_a_session_document() -> None:
     restored = SessionProjection.restore(SID, None, [])
     assert restored.next_seq == 0 and restored.header is None
     assert restored.apply_header(head()) == "new"
+
+
+def test_last_activity_set_from_outside_is_what_the_next_event_compares_with() -> None:
+    state = fed(ev(0, time="2024-05-01T06:00:00+00:00"))
+    state.last_activity = "2024-05-02T00:00:00+00:00"  # a restored session document
+    state.apply_event(ev(1, time="2024-05-01T07:00:00+00:00"), 0, 1)
+    assert state.last_activity == "2024-05-02T00:00:00+00:00"
+    state.apply_event(ev(2, time="2024-05-02T01:00:00+02:00"), 0, 2)  # 23:00Z, earlier
+    assert state.last_activity == "2024-05-02T00:00:00+00:00"
+    state.apply_event(ev(3, time="2024-05-02T03:00:00+02:00"), 0, 3)  # 01:00Z, later
+    assert state.last_activity == "2024-05-02T03:00:00+02:00"

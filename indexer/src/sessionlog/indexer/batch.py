@@ -38,6 +38,8 @@ class PreparedBatch:
     origin: dict[int, RawRecord] = field(default_factory=dict)  # id(create action) -> its record
     touched: dict[str, SessionProjection] = field(default_factory=dict)
     result: BatchResult = field(default_factory=BatchResult)
+    #: Bytes of the record values projected into creates (counted once per batch).
+    value_bytes: int = 0
 
 
 class BatchProcessor:
@@ -85,6 +87,7 @@ class BatchProcessor:
                 if letter:
                     prepared.result.letters.append(letter)
             prepared.actions.extend(state.session_action() for state in prepared.touched.values())
+            self.metrics.bulk_bytes.inc(prepared.value_bytes)
         except IndexerError:
             self.drop(prepared)
             raise
@@ -168,10 +171,10 @@ class BatchProcessor:
                 f"workspace_id: session already belongs to workspace {state.workspace_id}",
                 field="workspace_id",
             )
-        gaps_before = state.seq_gaps
+        skipped = record.seq - state.next_seq  # the seqs a new gap leaves out, when positive
         outcome = state.apply_event(record, raw.partition, raw.offset)
-        if state.seq_gaps > gaps_before:
-            self.metrics.seq_gaps.inc(state.seq_gaps - gaps_before)
+        if skipped > 0:
+            self.metrics.seq_gaps.inc(skipped)
             log.warning("seq gap in session %r before seq %d", record.session_id, record.seq)
         if outcome.violations and len(state.fold.violations) == len(outcome.violations):
             # Only the first violation of a session is logged; all are in its session document.
@@ -182,7 +185,7 @@ class BatchProcessor:
         prepared.origin[id(outcome.create)] = raw
         if not outcome.replay:
             prepared.touched[record.session_id] = state
-        self.metrics.bulk_bytes.inc(len(raw.value or b""))
+        prepared.value_bytes += len(raw.value or b"")
         return None
 
 

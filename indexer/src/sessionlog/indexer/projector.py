@@ -44,6 +44,10 @@ class EventOutcome:
     violations: tuple[Violation, ...]
 
 
+def _instant(stamp: str | None) -> datetime | None:
+    return None if stamp is None else datetime.fromisoformat(stamp)
+
+
 @dataclass
 class SessionProjection:
     """Everything the indexer tracks about one session between records."""
@@ -58,6 +62,8 @@ class SessionProjection:
     #: falls in one fills the gap (a new entry, not a replay).
     missing: list[tuple[int, int]] = field(default_factory=list)
     dirty: bool = False
+    #: ``last_activity`` and its instant, so that each event compares without parsing it again.
+    _latest: tuple[str | None, datetime | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def seq_gaps(self) -> int:
@@ -124,8 +130,13 @@ class SessionProjection:
 
     def _touch(self, record: EventRecord) -> None:
         # Compare instants, not strings: agents may write times with different UTC offsets.
-        if self.last_activity is None or record.time > datetime.fromisoformat(self.last_activity):
-            self.last_activity = record.time.isoformat()
+        latest = self._latest
+        if latest is None or latest[0] != self.last_activity:
+            latest = (self.last_activity, _instant(self.last_activity))
+        if latest[1] is None or record.time > latest[1]:
+            latest = (record.time.isoformat(), record.time)
+            self.last_activity = latest[0]
+        self._latest = latest
         self.dirty = True
 
     def _create(self, record: EventRecord, doc: dict[str, Any]) -> Action:
