@@ -32,6 +32,7 @@ def _embedded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setattr(append_pipeline, "PARALLEL_MIN_BYTES", 0)  # workers from the first chunk
+    monkeypatch.setattr(append_pipeline, "EMBEDDED_BATCH_RECORDS", 2000)  # several chunks below
 
 
 def event(sid: str, seq: int) -> dict[str, Any]:
@@ -149,6 +150,35 @@ def test_a_record_the_log_refuses_fails_the_command_with_one_line(
             assert "1 records were not appended" in result.output
             assert "before the failure: appended 2 records" in result.output
             assert "Traceback" not in result.output
+
+
+def test_the_embedded_backend_appends_in_larger_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes: list[int] = []
+    real = append_pipeline.iter_chunks
+
+    def counted(stream: Any, cap: int, records: int = append_pipeline.BATCH_RECORDS) -> Any:
+        for chunk in real(stream, cap, records):
+            sizes.append(len(chunk.lines))
+            yield chunk
+
+    monkeypatch.setattr(append_pipeline, "iter_chunks", counted)
+    monkeypatch.setattr(append_pipeline, "EMBEDDED_BATCH_RECORDS", 3000)
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(event("s", seq)) + b"\n" for seq in range(7000)))
+    result = run(tmp_path / "log.db", str(path), "--workers", "0", monkeypatch=monkeypatch)
+    assert result.exit_code == 0 and summary(result)["appended"] == 7000
+    assert sizes == [3000, 3000, 1000]
+    assert len(stored(tmp_path / "log.db")) == 7000
+
+
+def test_chunks_hold_at_most_the_records_asked_for() -> None:
+    import io
+
+    lines = b"".join(b"{}\n" for _ in range(10))
+    assert [len(c.lines) for c in append_pipeline.iter_chunks(io.BytesIO(lines), 100)] == [10]
+    assert [len(c.lines) for c in append_pipeline.iter_chunks(io.BytesIO(lines), 100, 4)] == [4, 4, 2]
 
 
 @pytest.mark.parametrize(

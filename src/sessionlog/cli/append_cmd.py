@@ -2,7 +2,8 @@
 
 Lines are read one at a time with the record cap applied **before** anything is parsed: a line
 longer than :data:`~sessionlog.ingest.wire.MAX_RECORD_BYTES` is skipped in bounded chunks and
-reported, never held whole. Lines go in chunks of :data:`BATCH_RECORDS` through
+reported, never held whole. Lines go in chunks of :data:`BATCH_RECORDS` (embedded:
+:data:`~sessionlog.cli.append_pipeline.EMBEDDED_BATCH_RECORDS`) through
 :func:`~sessionlog.ingest.bulk.prepare_lines` (each line decoded, validated and encoded on its
 own: a bad line is reported with its number and reason and costs nothing else; on a big input in
 worker processes, see ``append_pipeline``), and each chunk's valid records go to the log in one
@@ -101,8 +102,9 @@ def append(
     ] = None,
 ) -> None:
     """Append wire-format records (one JSON object per line) to the session log (SESSIONLOG_BACKEND)."""
-    from sessionlog.backend import open_log
+    from sessionlog.backend import current_backend, open_log
     from sessionlog.cli.append_pipeline import (
+        EMBEDDED_BATCH_RECORDS,
         PARALLEL_MIN_BYTES,
         Preparer,
         auto_workers,
@@ -128,7 +130,9 @@ def append(
             log = stack.enter_context(open_log(live=False))  # appends and exits: no reader here
             meter = Meter(stack, "appending", size)
             queued = 0
-            chunks = iter_chunks(stream, MAX_RECORD_BYTES)
+            embedded = current_backend().name == "embedded"
+            per_chunk = EMBEDDED_BATCH_RECORDS if embedded else BATCH_RECORDS
+            chunks = iter_chunks(stream, MAX_RECORD_BYTES, per_chunk)
             try:
                 for chunk, records, rejections in preparer.run(chunks):
                     summary.lines = chunk.last_line

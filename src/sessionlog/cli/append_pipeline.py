@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_BYTES",
     "BATCH_RECORDS",
+    "EMBEDDED_BATCH_RECORDS",
     "PARALLEL_MIN_BYTES",
     "Chunk",
     "Preparer",
@@ -43,8 +44,12 @@ __all__ = [
 
 log = logging.getLogger("sessionlog.cli.append")
 
-#: Records per chunk (one ``append_encoded`` call: one SQLite transaction; bounded memory).
+#: Records per chunk (one ``append_encoded`` call; bounded memory).
 BATCH_RECORDS: Final = 2000
+#: Records per chunk on the embedded backend, where a chunk is one durable SQLite transaction:
+#: three times fewer commits appended the 272k load corpus in 4.50 s against 4.89 s on average
+#: (three alternating pairs); on Kafka the chunk size made no measurable difference.
+EMBEDDED_BATCH_RECORDS: Final = 6000
 #: Bytes per chunk, whatever the record count.
 BATCH_BYTES: Final = 8 * 1024 * 1024
 #: Input read before worker processes start (a small input is done before they would be ready).
@@ -87,8 +92,8 @@ class Chunk:
     done_bytes: int = 0
 
 
-def iter_chunks(stream: IO[bytes], cap: int) -> Iterator[Chunk]:
-    """The input in chunks of at most :data:`BATCH_RECORDS` lines / :data:`BATCH_BYTES`."""
+def iter_chunks(stream: IO[bytes], cap: int, records: int = BATCH_RECORDS) -> Iterator[Chunk]:
+    """The input in chunks of at most ``records`` lines / :data:`BATCH_BYTES`."""
     from sessionlog.ingest.bulk import Rejection
 
     chunk, size, done = Chunk(), 0, 0
@@ -101,7 +106,7 @@ def iter_chunks(stream: IO[bytes], cap: int) -> Iterator[Chunk]:
             continue
         chunk.lines.append((number, line))
         size += length
-        if len(chunk.lines) >= BATCH_RECORDS or size >= BATCH_BYTES:
+        if len(chunk.lines) >= records or size >= BATCH_BYTES:
             yield chunk
             chunk, size = Chunk(last_line=number, done_bytes=done), 0
     if chunk.lines or chunk.oversize:
