@@ -134,7 +134,7 @@ def test_a_record_the_log_refuses_fails_the_command_with_one_line(
 ) -> None:
     broker = FakeBroker()
 
-    def refusing_log(*, live: bool = True) -> Appender:
+    def refusing_log(backend: object = None, *, live: bool = True) -> Appender:
         return Appender(KAFKA, options(tmp_path), producer_factory=lambda config: _Refusing(broker))
 
     monkeypatch.setattr("sessionlog.backend.open_log", refusing_log)

@@ -127,11 +127,11 @@ def append(
             preparer = stack.enter_context(
                 Preparer(auto_workers() if workers is None else workers, eager=eager)
             )
-            log = stack.enter_context(open_log(live=False))  # appends and exits: no reader here
+            backend = current_backend()
+            log = stack.enter_context(open_log(backend, live=False))  # appends and exits: no reader
             meter = Meter(stack, "appending", size)
             queued = 0
-            embedded = current_backend().name == "embedded"
-            per_chunk = EMBEDDED_BATCH_RECORDS if embedded else BATCH_RECORDS
+            per_chunk = EMBEDDED_BATCH_RECORDS if backend.name == "embedded" else BATCH_RECORDS
             chunks = iter_chunks(stream, MAX_RECORD_BYTES, per_chunk)
             try:
                 for chunk, records, rejections in preparer.run(chunks):

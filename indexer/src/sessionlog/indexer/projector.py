@@ -44,10 +44,6 @@ class EventOutcome:
     violations: tuple[Violation, ...]
 
 
-def _instant(stamp: str | None) -> datetime | None:
-    return None if stamp is None else datetime.fromisoformat(stamp)
-
-
 @dataclass
 class SessionProjection:
     """Everything the indexer tracks about one session between records."""
@@ -63,7 +59,7 @@ class SessionProjection:
     missing: list[tuple[int, int]] = field(default_factory=list)
     dirty: bool = False
     #: ``last_activity`` and its instant, so that each event compares without parsing it again.
-    _latest: tuple[str | None, datetime | None] | None = field(default=None, repr=False, compare=False)
+    _parsed: tuple[str, datetime] | None = field(default=None, repr=False, compare=False)
 
     @property
     def seq_gaps(self) -> int:
@@ -128,15 +124,20 @@ class SessionProjection:
         self._touch(record)
         return EventOutcome(self._create(record, doc), updates, False, step.violations)
 
+    def _last_instant(self) -> datetime | None:
+        """``last_activity`` as an instant, parsed once per value (a restore may set the text)."""
+        if self.last_activity is None:
+            return None
+        if self._parsed is None or self._parsed[0] != self.last_activity:
+            self._parsed = (self.last_activity, datetime.fromisoformat(self.last_activity))
+        return self._parsed[1]
+
     def _touch(self, record: EventRecord) -> None:
         # Compare instants, not strings: agents may write times with different UTC offsets.
-        latest = self._latest
-        if latest is None or latest[0] != self.last_activity:
-            latest = (self.last_activity, _instant(self.last_activity))
-        if latest[1] is None or record.time > latest[1]:
-            latest = (record.time.isoformat(), record.time)
-            self.last_activity = latest[0]
-        self._latest = latest
+        latest = self._last_instant()
+        if latest is None or record.time > latest:
+            self.last_activity = record.time.isoformat()
+            self._parsed = (self.last_activity, record.time)
         self.dirty = True
 
     def _create(self, record: EventRecord, doc: dict[str, Any]) -> Action:
