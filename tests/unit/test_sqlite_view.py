@@ -36,7 +36,8 @@ def _state(path: Path) -> dict[str, Any]:
     conn = sqlite3.connect(path)
     try:
         events = conn.execute(
-            "SELECT doc_id, surface_state, content_hash, text, doc FROM events ORDER BY doc_id"
+            "SELECT session_id || ':' || seq AS doc_id, surface_state, content_hash, text, doc "
+            "FROM events ORDER BY doc_id"
         ).fetchall()
         sessions = conn.execute("SELECT session_id, doc FROM sessions ORDER BY session_id").fetchall()
         terms = conn.execute("SELECT ws, term FROM vocab ORDER BY ws, term").fetchall()

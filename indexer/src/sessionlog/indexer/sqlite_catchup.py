@@ -44,7 +44,13 @@ from sessionlog.indexer.errors import IndexerError
 from sessionlog.indexer.metrics import IndexerMetrics
 from sessionlog.indexer.ports import Entry
 from sessionlog.indexer.projector import Action
-from sessionlog.indexer.sqlite_event_writes import INSERT_EVENTS, INSERT_VOCAB, event_row
+from sessionlog.indexer.sqlite_event_writes import (
+    EVENT_ROW_TEXT,
+    EVENT_ROW_WORKSPACE,
+    INSERT_EVENTS,
+    INSERT_VOCAB,
+    event_row,
+)
 from sessionlog.indexer.sqlite_rows import KnownTerms, TextRows, terms_by_workspace, text_rows, vocab_rows
 from sessionlog.indexer.sqlite_source import SQLiteSource, stored_position
 from sessionlog.indexer.sqlite_view import SQLiteView
@@ -113,7 +119,7 @@ class _Insert:
 
 
 # A row as a JSON text would be parsed again by each ``json_extract`` that unpacks a column of it.
-_EVENTS: Final = _Insert(INSERT_EVENTS, 13)
+_EVENTS: Final = _Insert(INSERT_EVENTS, 12)
 _VOCAB: Final = _Insert(INSERT_VOCAB, 4, " ON CONFLICT DO NOTHING")
 # Under the write lock a rowid table's new rows take the next rowids in order: mark + 1 + position.
 _WORDS: Final = "INSERT INTO events_words (rowid, body) SELECT ?1 + key + 1, value FROM json_each(?2)"
@@ -340,13 +346,13 @@ class _Builder:
                 row = event_row(action)
                 k = len(words)
                 events.extend(row)
-                text = text_rows(str(row[11]))
+                text = text_rows(str(row[EVENT_ROW_TEXT]))
                 words.append(text.words)
                 if text.idents:
                     idents.append((k, text.idents))
                 if text.cjk:
                     cjk.append((k, text.cjk))
-                texts.append((str(row[1]), text))
+                texts.append((str(row[EVENT_ROW_WORKSPACE]), text))
             elif action.target == "events" and action.op == "update":
                 updates.append(action)
             elif action.target == "sessions" and action.op == "index":

@@ -5,7 +5,7 @@ one statement, and the full-text rows and vocabulary terms of a bulk, written la
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from sessionlog.indexer.ports import Outcome, WriteResult
@@ -20,30 +20,61 @@ from sessionlog.indexer.sqlite_rows import (
     vocab_rows,
 )
 
-__all__ = ["INSERT_EVENTS", "INSERT_VOCAB", "EventWrites", "event_row"]
+__all__ = [
+    "EVENT_ROW_TEXT",
+    "EVENT_ROW_WORKSPACE",
+    "INSERT_EVENTS",
+    "INSERT_VOCAB",
+    "EventWrites",
+    "event_row",
+    "stored_hashes",
+]
 
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
 
 #: The head of an ``events`` insert, the columns in the order of :func:`event_row`.
 INSERT_EVENTS: Final = (
-    "INSERT INTO events (doc_id, workspace_id, session_id, seq, type, time_us, tool_name, "
+    "INSERT INTO events (workspace_id, session_id, seq, type, time_us, tool_name, "
     "has_text, surface_state, content_hash, log_offset, text, doc)"
 )
+#: Where :func:`event_row` puts the workspace and the text.
+EVENT_ROW_WORKSPACE: Final = 0
+EVENT_ROW_TEXT: Final = 10
 #: The head of a ``vocab`` insert, the columns in the order of a ``vocab_rows`` row.
 INSERT_VOCAB: Final = "INSERT INTO vocab (ws, term, len, rterm)"
-_INSERT_EVENT: Final = INSERT_EVENTS + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_EVENT: Final = INSERT_EVENTS + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def event_row(action: Action) -> tuple[Any, ...]:
     """The ``events`` row of a create (raises ``KeyError``/``ValueError``/``TypeError`` on a
     malformed document)."""
     body = action.body
+    offset = int(body.get("offset") or 0)
     return (
-        action.doc_id, body["workspace_id"], body["session_id"], int(body["seq"]), body["type"],
-        time_us(body["time"]), body.get("tool_name"), 1 if body.get("has_text") else 0,
-        body["surface_state"], body["content_hash"], int(body.get("offset") or 0),
-        str(body.get(text_field(body["type"])) or ""), pack_event_doc(body),
+        body["workspace_id"], body["session_id"], int(body["seq"]), body["type"], time_us(body["time"]),
+        body.get("tool_name"), 1 if body.get("has_text") else 0, body["surface_state"],
+        body["content_hash"], offset, str(body.get(text_field(body["type"])) or ""),
+        pack_event_doc(body, offset),
     )  # fmt: skip
+
+
+def stored_hashes(conn: sqlite3.Connection, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """The content hash of each stored event of ``keys`` (``(session_id, seq)`` pairs), by pair; one
+    lookup per session (raises sqlite3 errors)."""
+    by_session: dict[str, list[int]] = {}
+    for session_id, seq in keys:
+        by_session.setdefault(session_id, []).append(seq)
+    found: dict[tuple[str, int], str] = {}
+    for session_id, seqs in by_session.items():
+        for start in range(0, len(seqs), _CHUNK):
+            chunk = seqs[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT seq, content_hash FROM events WHERE session_id = ? AND seq IN ({marks})",
+                [session_id, *chunk],
+            )
+            found.update(((session_id, int(seq)), str(digest)) for seq, digest in rows)
+    return found
 
 
 class EventWrites:
@@ -63,16 +94,17 @@ class EventWrites:
             rows = [event_row(action) for action in run]
         except (KeyError, ValueError, TypeError):
             return None
-        existing = self._existing([row[0] for row in rows])
+        keys = [(str(row[1]), int(row[2])) for row in rows]
+        existing = set(stored_hashes(self.conn, keys))
         results: list[WriteResult | None] = [None] * len(run)
         fresh: list[int] = []
-        for k, row in enumerate(rows):
-            if row[0] in existing:
+        for k, key in enumerate(keys):
+            if key in existing:
                 results[k] = WriteResult(
                     run[k], Outcome.REPLAY
                 )  # ViewWrites.write tells replay from conflict
             else:
-                existing.add(row[0])  # a second create of the same id in the run replays the first
+                existing.add(key)  # a second create of the same id in the run replays the first
                 fresh.append(k)
         if fresh:
             self.conn.execute("SAVEPOINT events_run")
@@ -86,27 +118,20 @@ class EventWrites:
             self.conn.execute("RELEASE events_run")
             # Under the write lock a rowid table's new rows take the next rowids, in order.
             for rid, k in zip(range(last - len(fresh) + 1, last + 1), fresh, strict=True):
-                staged.append((rid, str(rows[k][1]), text_rows(str(rows[k][11]))))
+                row = rows[k]
+                staged.append((rid, str(row[EVENT_ROW_WORKSPACE]), text_rows(str(row[EVENT_ROW_TEXT]))))
                 results[k] = WriteResult(run[k], Outcome.CREATED)
         return [r for r in results if r is not None]
 
-    def _existing(self, doc_ids: list[str]) -> set[str]:
-        found: set[str] = set()
-        for start in range(0, len(doc_ids), _CHUNK):
-            chunk = doc_ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                r[0] for r in self.conn.execute(f"SELECT doc_id FROM events WHERE doc_id IN ({marks})", chunk)
-            )
-        return found
-
     def _create_event(self, action: Action, staged: list[tuple[int, str, TextRows]]) -> WriteResult:
         row = event_row(action)
-        cursor = self.conn.execute(_INSERT_EVENT + " ON CONFLICT (doc_id) DO NOTHING", row)
+        cursor = self.conn.execute(_INSERT_EVENT + " ON CONFLICT (session_id, seq) DO NOTHING", row)
         if cursor.rowcount == 0:
             return WriteResult(action, Outcome.REPLAY)  # exists: ViewWrites.write tells replay from conflict
         # The full-text rows are written for the whole bulk at once (_index_text), last.
-        staged.append((int(cursor.lastrowid or 0), str(row[1]), text_rows(str(row[11]))))
+        staged.append(
+            (int(cursor.lastrowid or 0), str(row[EVENT_ROW_WORKSPACE]), text_rows(str(row[EVENT_ROW_TEXT])))
+        )
         return WriteResult(action, Outcome.CREATED)
 
     def _index_text(self, staged: list[tuple[int, str, TextRows]]) -> None:

@@ -3,9 +3,10 @@ created and emptied.
 
 The read model (``sessionlog.query.sqlite_provider`` reads these tables by name):
 
-* ``events`` — one row per event document: the filter and sort fields as columns, the text (or a
-  tool call's arguments) in ``text``, the rest of the document as JSON in ``doc`` (not repeating
-  the columns: :mod:`sessionlog.indexer.sqlite_docs`);
+* ``events`` — one row per event document, unique by ``(session_id, seq)`` (the event's id is
+  ``session_id:seq``): the filter and sort fields as columns, the text (or a tool call's arguments)
+  in ``text``, the rest of the document as JSON in ``doc`` (not repeating what the columns hold:
+  :mod:`sessionlog.indexer.sqlite_docs`);
 * ``sessions`` — one row per session document (JSON);
 * ``events_words`` — FTS5 ``unicode61 remove_diacritics 2`` over the event's folded words joined by
   single spaces (:func:`~sessionlog.indexer.sqlite_rows.index_tokens`): whole-word matches;
@@ -24,6 +25,10 @@ The read model (``sessionlog.query.sqlite_provider`` reads these tables by name)
 The full-text tables keep no per-row sizes (``columnsize=0``: nothing ranks by BM25). Every
 contentless FTS5 row has the rowid of its ``events`` (or ``vocab``) row. (Files written before
 ``vocab`` existed keep their old ``terms`` tables unused: rebuild them to search the new way.)
+
+Files written before the event id left the table (an ``events.doc_id`` column with its own unique
+index) are upgraded in place by the first writer that opens them (:func:`ensure_view_schema`):
+the rows are copied with their rowids, so the full-text tables stay valid, in one transaction.
 """
 
 from __future__ import annotations
@@ -32,14 +37,14 @@ import re
 import sqlite3
 from typing import Final
 
+from sessionlog.ingest.sqlite_file import SCHEMA_VERSION
 from sessionlog.ingest.sqlite_log import rollback
 
 __all__ = ["FULL_TEXT_TABLES", "clear_projection", "ensure_view_schema"]
 
-_VIEW_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS events (
+_EVENTS_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS {name} (
     rid INTEGER PRIMARY KEY,
-    doc_id TEXT NOT NULL UNIQUE,
     workspace_id TEXT NOT NULL,
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -52,8 +57,12 @@ CREATE TABLE IF NOT EXISTS events (
     log_offset INTEGER NOT NULL,
     text TEXT NOT NULL,
     doc BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_session ON events (session_id, seq);
+)
+"""
+_VIEW_SCHEMA: Final = (
+    _EVENTS_TABLE.format(name="events")
+    + """;
+CREATE UNIQUE INDEX IF NOT EXISTS events_by_session ON events (session_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_workspace
     ON events (workspace_id, time_us, seq, type, has_text, tool_name, log_offset);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -81,28 +90,57 @@ CREATE VIRTUAL TABLE IF NOT EXISTS events_cjk
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri
     USING fts5(body, content='', columnsize=0, tokenize='trigram', detail='none')
 """
+)
+
+
+#: The columns of an ``events`` row, in table order after ``rid``.
+_EVENT_COLUMNS: Final = (
+    "workspace_id, session_id, seq, type, time_us, tool_name, has_text, surface_state, content_hash, "
+    "log_offset, text, doc"
+)
 
 
 def ensure_view_schema(conn: sqlite3.Connection) -> None:
-    """Create the projection's tables and indexes if missing (idempotent; takes the write lock)."""
+    """Create the projection's tables and indexes if missing, and upgrade an older ``events``
+    layout (idempotent; takes the write lock when it changes anything)."""
     exists = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vocab_tri'"
     ).fetchone()
-    if exists:
+    if exists and not _has_event_ids(conn):
         return
     own = not conn.in_transaction
     if own:
         conn.execute("BEGIN IMMEDIATE")
     try:
+        if _has_event_ids(conn):  # checked again under the write lock: another writer may have done it
+            _drop_event_ids(conn)
         for statement in _VIEW_SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
+        # A sessionlog that knows only the older layout now refuses the file with a clear message.
+        if int(conn.execute("PRAGMA user_version").fetchone()[0]) < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         if own:
             conn.execute("COMMIT")
     except BaseException:
         if own:
             rollback(conn)
         raise
+
+
+def _has_event_ids(conn: sqlite3.Connection) -> bool:
+    return any(row[1] == "doc_id" for row in conn.execute("PRAGMA table_info(events)"))
+
+
+def _drop_event_ids(conn: sqlite3.Connection) -> None:
+    """Copy the ``events`` rows of the older layout (with a ``doc_id`` column) into the current one,
+    rowids kept; the indexes are created afterwards by the schema."""
+    conn.execute("DROP TABLE IF EXISTS events_upgrade")
+    conn.execute(_EVENTS_TABLE.format(name="events_upgrade"))
+    columns = f"rid, {_EVENT_COLUMNS}"
+    conn.execute(f"INSERT INTO events_upgrade ({columns}) SELECT {columns} FROM events ORDER BY rid")
+    conn.execute("DROP TABLE events")
+    conn.execute("ALTER TABLE events_upgrade RENAME TO events")
 
 
 _TABLE_RE: Final = re.compile(r"CREATE (VIRTUAL )?TABLE IF NOT EXISTS (\w+)")

@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
@@ -29,8 +29,8 @@ from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
 from sessionlog.indexer.fold import FoldEvent
 from sessionlog.indexer.ports import Outcome, WriteResult
 from sessionlog.indexer.projector import Action, SessionProjection, project_records
-from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc
-from sessionlog.indexer.sqlite_event_writes import EventWrites
+from sessionlog.indexer.sqlite_docs import EVENT_COLUMNS, event_source, pack_event_doc, split_entry_id
+from sessionlog.indexer.sqlite_event_writes import EventWrites, stored_hashes
 from sessionlog.indexer.sqlite_rows import (
     MAX_TERM_CHARS,
     KnownTerms,
@@ -56,8 +56,6 @@ __all__ = [
     "text_rows",
     "time_us",
 ]
-
-_CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
 
 
 class SQLiteView(EventWrites, ViewWrites):
@@ -195,7 +193,8 @@ class SQLiteView(EventWrites, ViewWrites):
         """Apply a shadow update to a stored event (REJECTED when it is missing); raises sqlite3
         errors (the caller's savepoint or transaction undoes the item)."""
         row = self.conn.execute(
-            f"SELECT rid, {EVENT_COLUMNS}, doc FROM events WHERE doc_id = ?", (action.doc_id,)
+            f"SELECT rid, {EVENT_COLUMNS}, doc FROM events WHERE session_id = ? AND seq = ?",
+            split_entry_id(action.doc_id),
         ).fetchone()
         if row is None:
             return WriteResult(action, Outcome.REJECTED, f"document missing: {action.doc_id}")
@@ -207,7 +206,7 @@ class SQLiteView(EventWrites, ViewWrites):
             (
                 doc["workspace_id"], doc["session_id"], int(doc["seq"]), doc["type"],
                 1 if doc.get("has_text") else 0, doc["surface_state"], doc["content_hash"],
-                doc.get("tool_name"), pack_event_doc(doc), row[0],
+                doc.get("tool_name"), pack_event_doc(doc, int(row[-2])), row[0],
             ),
         )  # fmt: skip
         return WriteResult(action, Outcome.WRITTEN)
@@ -224,24 +223,21 @@ class SQLiteView(EventWrites, ViewWrites):
     # -- reads the projection needs ----------------------------------------------------------------
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
         ids = [a.doc_id for a in actions]
-        out: dict[str, str | None] = dict.fromkeys(ids)
         try:
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                for doc_id, digest in self.conn.execute(
-                    f"SELECT doc_id, content_hash FROM events WHERE doc_id IN ({marks})", chunk
-                ):
-                    out[doc_id] = digest
+            stored = stored_hashes(self.conn, [split_entry_id(doc_id) for doc_id in ids])
         except sqlite3.Error as err:
             raise sqlite_error(err, "embedded projection read") from err
-        return out
+        return {doc_id: stored.get(split_entry_id(doc_id)) for doc_id in ids}
 
     def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None:
         """The event document as OpenSearch would return its ``_source``."""
         try:
+            key = split_entry_id(doc_id)
+        except ValueError:
+            return None
+        try:
             row = self.conn.execute(
-                f"SELECT text, {EVENT_COLUMNS}, doc FROM events WHERE doc_id = ?", (doc_id,)
+                f"SELECT text, {EVENT_COLUMNS}, doc FROM events WHERE session_id = ? AND seq = ?", key
             ).fetchone()
         except sqlite3.Error as err:
             raise sqlite_error(err, "embedded projection read") from err

@@ -48,7 +48,9 @@ __all__ = [
 #: ``"SLOG"`` in ASCII: the header field SQLite reserves for the application that owns a file.
 APPLICATION_ID: Final = 0x534C4F47
 #: The layout of the tables sessionlog keeps in the file; a newer file is refused, not downgraded.
-SCHEMA_VERSION: Final = 1
+#: 2: the projection's events are unique by ``(session_id, seq)``, without a ``doc_id`` column (the
+#: indexer upgrades a file of version 1 in place and stamps it; the log is the same in both).
+SCHEMA_VERSION: Final = 2
 DEFAULT_BUSY_TIMEOUT_S: Final = 30.0
 #: The columns of the log table every sessionlog version has written (recognises older files).
 _LEGACY_LOG_COLUMNS: Final = ("offset", "session_id", "key", "value", "time_ms")

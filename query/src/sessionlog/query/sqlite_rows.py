@@ -7,6 +7,7 @@ from datetime import datetime
 
 import orjson
 
+from sessionlog.indexer.sqlite_docs import entry_id, event_instant
 from sessionlog.query import candidates as arms_of
 from sessionlog.query.engine import EngineHit
 from sessionlog.query.sqlite_column import read_column
@@ -22,8 +23,8 @@ def doc_ids(conn: sqlite3.Connection, rids: list[int]) -> dict[int, str]:
     for start in range(0, len(rids), _CHUNK):
         chunk = rids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        rows = conn.execute(f"SELECT rid, doc_id FROM events WHERE rid IN ({marks})", chunk)
-        out.update((int(rid), str(doc_id)) for rid, doc_id in rows)
+        rows = conn.execute(f"SELECT rid, session_id, seq FROM events WHERE rid IN ({marks})", chunk)
+        out.update((int(rid), entry_id(session_id, seq)) for rid, session_id, seq in rows)
     return out
 
 
@@ -37,24 +38,24 @@ def page_hits(
     rows = {
         int(r[0]): r
         for r in conn.execute(
-            f"SELECT rid, doc_id, session_id, seq, type, text, doc FROM events WHERE rid IN ({marks})",
+            f"SELECT rid, session_id, seq, type, text, time_us, doc FROM events WHERE rid IN ({marks})",
             [rid for rid, _ in page],
         )
     }
     out = []
     for rid, score in page:
-        _, doc_id, session_id, seq, kind, text, doc_blob = rows[rid]
+        _, session_id, seq, kind, text, micros, doc_blob = rows[rid]
         doc = orjson.loads(doc_blob)
         out.append(
             EngineHit(
                 session_id=session_id,
-                entry_id=doc_id,
+                entry_id=entry_id(session_id, seq),
                 seq=int(seq),
                 kind=kind,
                 text=text,
                 turn=doc.get("turn"),
                 role=doc.get("role"),
-                created_at=datetime.fromisoformat(doc["time"]) if doc.get("time") else None,
+                created_at=datetime.fromisoformat(doc["time"]) if "time" in doc else event_instant(micros),
                 score=score,
                 hints=hints,
             )
