@@ -30,7 +30,7 @@ PARTS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("events", "the events' rows: filter columns, text, the document's JSON", ("events",)),
     (
         "event indexes",
-        "b-tree indexes of the events: deterministic id, session order, workspace order",
+        "b-tree indexes of the events: session order (unique: the event id), workspace order",
         ("sqlite_autoindex_events_", "events_by_"),
     ),
     (
