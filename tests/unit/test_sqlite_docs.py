@@ -12,7 +12,6 @@ import pytest
 
 from sessionlog.indexer.sqlite_docs import (
     EVENT_COLUMNS,
-    entry_id,
     event_instant,
     event_source,
     pack_event_doc,
@@ -20,7 +19,7 @@ from sessionlog.indexer.sqlite_docs import (
 )
 from sessionlog.indexer.sqlite_rows import time_us
 from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.ingest.wire import parse_record
+from sessionlog.ingest.wire import entry_id, parse_record
 
 DOC: dict[str, Any] = {
     "schema": 1, "workspace_id": "w", "session_id": "s", "seq": 3, "type": "tool/call",

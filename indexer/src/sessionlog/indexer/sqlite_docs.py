@@ -4,8 +4,8 @@ are the fields the columns give back exactly (a UTC ``time`` from ``time_us``; t
 from ``log_offset``); all are put back when the document is read. A reader selects
 :data:`EVENT_COLUMNS` (plus ``doc`` and, when it wants it, ``text``) and calls :func:`event_source`.
 
-An event's id is not stored either: it is ``session_id:seq`` (:func:`entry_id`), and the pair is
-the table's unique key.
+An event's id is not stored either: it is ``session_id:seq``
+(:func:`~sessionlog.ingest.wire.entry_id`), and the pair is the table's unique key.
 
 Files written before this layout hold the whole document in ``doc`` (with a ``text_field`` key):
 :func:`event_source` reads both, the columns having the same values as the old copies.
@@ -22,7 +22,6 @@ import orjson
 
 __all__ = [
     "EVENT_COLUMNS",
-    "entry_id",
     "event_instant",
     "event_source",
     "pack_event_doc",
@@ -57,13 +56,9 @@ def text_field(event_type: str) -> str:
     return "args" if event_type == "tool/call" else "text"
 
 
-def entry_id(session_id: str, seq: int) -> str:
-    """An event's id (its OpenSearch ``_id``): ``session_id:seq``."""
-    return f"{session_id}:{seq}"
-
-
 def split_entry_id(doc_id: str) -> tuple[str, int]:
-    """``(session_id, seq)`` of an event's id (raises ``ValueError`` when it is not one)."""
+    """``(session_id, seq)`` of an event's id (:func:`~sessionlog.ingest.wire.entry_id`); raises
+    ``ValueError`` when it is not one."""
     session_id, _, seq = doc_id.rpartition(":")
     if not session_id:
         raise ValueError(f"not an event id: {doc_id!r}")

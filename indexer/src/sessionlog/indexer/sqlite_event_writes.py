@@ -19,6 +19,7 @@ from sessionlog.indexer.sqlite_rows import (
     time_us,
     vocab_rows,
 )
+from sessionlog.indexer.sqlite_schema import EVENT_ROW_COLUMNS
 
 __all__ = [
     "EVENT_ROW_TEXT",
@@ -33,10 +34,7 @@ __all__ = [
 _CHUNK: Final = 500  # SQLite's host-parameter limit is 32766; keep IN lists modest
 
 #: The head of an ``events`` insert, the columns in the order of :func:`event_row`.
-INSERT_EVENTS: Final = (
-    "INSERT INTO events (workspace_id, session_id, seq, type, time_us, tool_name, "
-    "has_text, surface_state, content_hash, log_offset, text, doc)"
-)
+INSERT_EVENTS: Final = f"INSERT INTO events ({EVENT_ROW_COLUMNS})"
 #: Where :func:`event_row` puts the workspace and the text.
 EVENT_ROW_WORKSPACE: Final = 0
 EVENT_ROW_TEXT: Final = 10

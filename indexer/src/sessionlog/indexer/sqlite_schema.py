@@ -40,7 +40,7 @@ from typing import Final
 from sessionlog.ingest.sqlite_file import SCHEMA_VERSION
 from sessionlog.ingest.sqlite_log import rollback
 
-__all__ = ["FULL_TEXT_TABLES", "clear_projection", "ensure_view_schema"]
+__all__ = ["EVENT_ROW_COLUMNS", "FULL_TEXT_TABLES", "clear_projection", "ensure_view_schema"]
 
 _EVENTS_TABLE: Final = """
 CREATE TABLE IF NOT EXISTS {name} (
@@ -94,7 +94,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri
 
 
 #: The columns of an ``events`` row, in table order after ``rid``.
-_EVENT_COLUMNS: Final = (
+EVENT_ROW_COLUMNS: Final = (
     "workspace_id, session_id, seq, type, time_us, tool_name, has_text, surface_state, content_hash, "
     "log_offset, text, doc"
 )
@@ -137,7 +137,7 @@ def _drop_event_ids(conn: sqlite3.Connection) -> None:
     rowids kept; the indexes are created afterwards by the schema."""
     conn.execute("DROP TABLE IF EXISTS events_upgrade")
     conn.execute(_EVENTS_TABLE.format(name="events_upgrade"))
-    columns = f"rid, {_EVENT_COLUMNS}"
+    columns = f"rid, {EVENT_ROW_COLUMNS}"
     conn.execute(f"INSERT INTO events_upgrade ({columns}) SELECT {columns} FROM events ORDER BY rid")
     conn.execute("DROP TABLE events")
     conn.execute("ALTER TABLE events_upgrade RENAME TO events")

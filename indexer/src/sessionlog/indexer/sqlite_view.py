@@ -222,12 +222,12 @@ class SQLiteView(EventWrites, ViewWrites):
 
     # -- reads the projection needs ----------------------------------------------------------------
     def content_hashes(self, actions: Iterable[Action]) -> dict[str, str | None]:
-        ids = [a.doc_id for a in actions]
+        keys = {a.doc_id: split_entry_id(a.doc_id) for a in actions}
         try:
-            stored = stored_hashes(self.conn, [split_entry_id(doc_id) for doc_id in ids])
+            stored = stored_hashes(self.conn, keys.values())
         except sqlite3.Error as err:
             raise sqlite_error(err, "embedded projection read") from err
-        return {doc_id: stored.get(split_entry_id(doc_id)) for doc_id in ids}
+        return {doc_id: stored.get(key) for doc_id, key in keys.items()}
 
     def get_event_source(self, doc_id: str, routing: str) -> dict[str, Any] | None:
         """The event document as OpenSearch would return its ``_source``."""

@@ -43,6 +43,7 @@ __all__ = [
     "decode_record",
     "encode_key",
     "encode_record",
+    "entry_id",
     "parse_record",
 ]
 
@@ -166,6 +167,11 @@ class HeaderRecord(_Strict):
     title: ShortText | None = None
 
 
+def entry_id(session_id: str, seq: int) -> str:
+    """An event's id, the same on every backend (its OpenSearch ``_id``): ``session_id:seq``."""
+    return f"{session_id}:{seq}"
+
+
 class EventRecord(_Strict):
     """One event of a session's raw log; ``seq`` is zero-based and contiguous per session."""
 
@@ -196,7 +202,7 @@ class EventRecord(_Strict):
 
     @property
     def doc_id(self) -> str:
-        return f"{self.session_id}:{self.seq}"
+        return entry_id(self.session_id, self.seq)
 
 
 Record = Annotated[HeaderRecord | EventRecord, Field(discriminator="kind")]

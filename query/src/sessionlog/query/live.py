@@ -127,7 +127,7 @@ def live_matches(
         out.append(
             SessionMatch(
                 session_id=record.session_id,
-                entry_id=f"{record.session_id}:{record.seq}",
+                entry_id=record.doc_id,
                 seq=record.seq,
                 kind=record.type,
                 turn=record.turn,

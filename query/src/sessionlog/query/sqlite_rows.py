@@ -7,7 +7,8 @@ from datetime import datetime
 
 import orjson
 
-from sessionlog.indexer.sqlite_docs import entry_id, event_instant
+from sessionlog.indexer.sqlite_docs import event_instant
+from sessionlog.ingest.wire import entry_id
 from sessionlog.query import candidates as arms_of
 from sessionlog.query.engine import EngineHit
 from sessionlog.query.sqlite_column import read_column
