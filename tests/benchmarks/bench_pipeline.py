@@ -2,10 +2,9 @@
 
     python -m tests.benchmarks.bench_pipeline --events 50000 [--report]
 
-* throughput: the same corpus records (a) produced to a fresh topic and indexed end to end by the
-  real worker (Kafka → projection → routed bulk → commit), and (b) projected and sent straight to
-  OpenSearch with ``opensearchpy.helpers.parallel_bulk`` (no Kafka, no fold state, no commits):
-  the ceiling. Both into fresh indices with the same template; the ratio is (a)/(b).
+* throughput (:mod:`tests.benchmarks.pipeline_throughput`): the same corpus records (a) indexed end
+  to end by the real worker and (b) sent straight to OpenSearch with ``parallel_bulk`` (the
+  ceiling); the ratio is (a)/(b), over ``--rounds`` rounds in alternating order.
 * freshness: a steady stream of appends (``--rate`` per second) through the ``Appender`` while a
   worker runs; for a sample of entries we poll the provider until each is searchable and record
   append → searchable.
@@ -29,19 +28,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-from kafka import KafkaProducer
-from opensearchpy import helpers
 from rich.console import Console
 from rich.progress import Progress
-from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.cpuacct import CpuWindow, server_pids
 from tests.benchmarks.machine import machine_info
+from tests.benchmarks.pipeline_throughput import delete_topic, produce, throughput
+from tests.benchmarks.pipeline_throughput import records as corpus_records
 
 from sessionlog.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, kafka_runner
-from sessionlog.indexer.document import event_document
-from sessionlog.ingest import Appender, KafkaSettings, ensure_topics, parse_record
-from sessionlog.ingest.wire import EventRecord
+from sessionlog.ingest import Appender, KafkaSettings, ensure_topics
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -49,30 +44,9 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN pipeline -->", "<!-- END pipeline -->"
 
 
-def _records(events: int) -> list[dict[str, Any]]:
-    return list(Corpus(CorpusConfig(entries=events, seed=11)).records())
-
-
 def _cleanup(view: OpenSearchView, kafka: KafkaSettings) -> None:
-    from kafka import KafkaAdminClient
-
     view.drop()
-    admin = KafkaAdminClient(**kafka.client_config())
-    try:
-        admin.delete_topics([kafka.topic, f"{kafka.topic}.dlq"])
-    finally:
-        admin.close()
-
-
-def _produce(kafka: KafkaSettings, records: list[dict[str, Any]]) -> None:
-    ensure_topics(kafka)
-    producer = KafkaProducer(
-        **kafka.client_config(), linger_ms=20, batch_size=512 * 1024, compression_type="zstd"
-    )
-    for record in records:
-        producer.send(kafka.topic, key=record["session_id"].encode(), value=orjson.dumps(record))
-    producer.flush()
-    producer.close()
+    delete_topic(kafka)
 
 
 def _worker(
@@ -96,10 +70,10 @@ def scaling(
     """The same topic (``--partitions``) indexed by 1, 2, ... worker processes of one group each
     (a count may repeat: each run has a group and a prefix of its own), into a fresh prefix each
     time, with the CPU each party used (workers, OpenSearch, Kafka, rest)."""
-    records = _records(events)
+    records = corpus_records(events)
     run = uuid.uuid4().hex[:8]
     kafka = KafkaSettings().model_copy(update={"topic": f"bench.scale.{run}"})
-    _produce(kafka, records)
+    produce(kafka, records)
     n_events = sum(1 for r in records if r["kind"] == "event")
     ctx = multiprocessing.get_context("spawn")
     rows: list[dict[str, Any]] = []
@@ -145,94 +119,11 @@ def scaling(
             schema.drop()
             schema.close()
     finally:
-        from kafka import KafkaAdminClient
-
-        admin = KafkaAdminClient(**kafka.client_config())
-        try:
-            admin.delete_topics([kafka.topic])
-        finally:
-            admin.close()
+        delete_topic(kafka)
     base = rows[0]["events_per_s"] if rows else 0.0
     for row in rows:
         row["speedup"] = row["events_per_s"] / base if base else None
     return {"events": n_events, "partitions": kafka.partitions, "runs": rows}
-
-
-def _cpu_window() -> CpuWindow:
-    """A CPU window over the local servers and this process."""
-    window = CpuWindow.over_servers()
-    window.watch("bench", os.getpid())
-    return window
-
-
-def throughput(events: int, console: Console) -> dict[str, Any]:
-    records = _records(events)
-    run = uuid.uuid4().hex[:8]
-    kafka = KafkaSettings().model_copy(update={"topic": f"bench.pipeline.{run}"})
-    _produce(kafka, records)
-    n_events = sum(1 for r in records if r["kind"] == "event")
-
-    opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-tp-{run}"})
-    settings = IndexerSettings().model_copy(update={"group_id": f"bench-{run}", "batch_max": 2000})
-    indexer_window = _cpu_window()
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("indexer (Kafka → OpenSearch)", total=len(records))
-        indexer_window.start()
-        started, cpu_started = time.monotonic(), time.process_time()
-        with kafka_runner(kafka, opensearch, settings) as worker:
-            stats = worker.run(
-                until_idle=True, on_batch=lambda s: progress.update(task, completed=s.consumed)
-            )
-        indexer_s = time.monotonic() - started
-        indexer_cpu_s = time.process_time() - cpu_started  # the worker's threads (this process)
-        indexer_window.stop()
-    view = OpenSearchView(opensearch)
-
-    raw = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-raw-{run}"})
-    raw_view = OpenSearchView(raw)
-    raw_view.ensure_schema()
-    parsed = [parse_record(r) for r in records]
-    docs = [
-        {
-            "_index": raw_view.events,
-            "_id": r.doc_id,
-            "_routing": r.session_id,
-            "_source": event_document(r, surface_state="current"),
-        }
-        for r in parsed
-        if isinstance(r, EventRecord)
-    ]
-    raw_window = _cpu_window()
-    raw_window.start()
-    started = time.monotonic()
-    for ok, item in helpers.parallel_bulk(
-        raw_view.client, docs, thread_count=2, chunk_size=2000, raise_on_error=False, request_timeout=120
-    ):
-        if not ok:
-            raise RuntimeError(f"raw bulk failed: {item}")
-    raw_view.refresh()
-    raw_s = time.monotonic() - started
-    raw_window.stop()
-    result = {
-        "events": n_events,
-        "records": len(records),
-        "indexer_seconds": indexer_s,
-        "indexer_events_per_s": n_events / indexer_s,
-        "raw_bulk_seconds": raw_s,
-        "raw_events_per_s": n_events / raw_s,
-        "ratio": (n_events / indexer_s) / (n_events / raw_s),
-        "indexed": stats.indexed,
-        "dead_lettered": stats.dead_lettered,
-        "indexer_cpu_seconds": indexer_cpu_s,
-        "load_average": os.getloadavg()[0],
-        # CPU seconds by party: "bench" is this process (the worker, then the bulk client)
-        "cpu": {"indexer": indexer_window.report(), "raw": raw_window.report()},
-    }
-    _cleanup(view, kafka)
-    raw_view.drop()
-    view.close()
-    raw_view.close()
-    return result
 
 
 def freshness(rate: float, seconds: float, console: Console) -> dict[str, Any]:
@@ -398,6 +289,9 @@ def main() -> int:
     )
     parser.add_argument("--skip-throughput", action="store_true", help="skip the indexer/raw comparison")
     parser.add_argument(
+        "--rounds", type=int, default=1, help="throughput: both sides this many times, in alternating order"
+    )
+    parser.add_argument(
         "--watermark-interval",
         type=float,
         default=1.0,
@@ -418,11 +312,13 @@ def main() -> int:
             result["command"] += f" --watermark-interval {args.watermark_interval:g}"
     if args.skip_freshness:
         result["command"] += " --skip-freshness"
+    if args.rounds != 1:
+        result["command"] += f" --rounds {args.rounds}"
     if args.skip_throughput:
         result["command"] += " --skip-throughput"
     else:
         console.rule("throughput")
-        result["throughput"] = throughput(args.events, console)
+        result["throughput"] = throughput(args.events, console, args.rounds)
         console.print(result["throughput"])
     if args.workers:
         console.rule("scaling")

@@ -137,11 +137,13 @@ def run(args: argparse.Namespace, command: str, console: Console) -> Path:
             events = min(entries, args.append_max)
             got["append"] = _step(console, "append", speed_rows.append_row, events)
         if "indexer" in wanted:
-            got["indexer"] = _step(console, "indexer", speed_rows.indexer_row, entries, console)
+            got["indexer"] = _step(
+                console, "indexer", speed_rows.indexer_row, entries, console, rounds=args.rounds
+            )
         if "cli" in wanted:
             got["cli"] = _step(console, "cli append", speed_rows.cli_row, entries)
         if "load" in wanted:
-            got["load"] = _step(console, "load", speed_rows.load_row, entries, args.seed)
+            got["load"] = _step(console, "load", speed_rows.load_row, entries, args.seed, rounds=args.rounds)
         if "search" in wanted:
             systems = ("embedded",) if big else ("sessionlog", "embedded")
             got["search"] = _step(
@@ -208,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="events through the appender and the indexer first, not measured (default 30,000; 0: none)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="the indexer and load rows measure both sides this many times, alternating (default 2)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--opensearch", default=os.environ.get("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:9200")
@@ -220,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     args.append_max = args.append_max or (3000 if args.quick else 100_000)
     args.queries = args.queries or (4 if args.quick else 40)
     args.warmup = args.warmup if args.warmup is not None else (5 if args.quick else 20)
+    args.rounds = args.rounds or (1 if args.quick else 2)
     if args.warm_servers is None:
         args.warm_servers = 1000 if args.quick else 30_000
     command = "python -m tests.benchmarks.speed " + shlex.join(argv)

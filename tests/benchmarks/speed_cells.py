@@ -17,6 +17,7 @@ __all__ = [
     "md_table",
     "missing_reason",
     "ratio_of",
+    "rounds_text",
     "status_of",
 ]
 
@@ -98,3 +99,12 @@ def cpu_text(cpu: dict[str, Any], what: str, own: tuple[str, str]) -> str:
     return f"; {what}: {', '.join(parts)} in {cpu['wall_s']:.1f} s" + (
         f" (machine {busy:.0%} busy)" if busy is not None else ""
     )
+
+
+def rounds_text(rounds: list[dict[str, Any]] | None) -> str:
+    """``; mean of N rounds in alternating order, by round: a× / b×`` from a row's ``rounds`` (each
+    with its ``ratio``, in the row's own sense); "" for a single round."""
+    if not rounds or len(rounds) < 2:
+        return ""
+    by_round = " / ".join(fmt_x(r.get("ratio")) for r in rounds)
+    return f"; mean of {len(rounds)} rounds in alternating order, by round: {by_round}"

@@ -132,6 +132,17 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "until searchable: `bench_load` (the CLI: `sessionlog append FILE`, then `sessionlog index "
         "--until-idle`) when the checkout has it, else `bench_console.load_embedded` / `load_stack`; the "
         "PostgreSQL peer is `COPY` + GIN trigram + btree indexes + `VACUUM ANALYZE` of the same corpus.",
+        *(
+            [
+                f"- **Rounds**: the indexer row and the embedded load row measured both sides {n} times, "
+                "in alternating order (ours first, then the peer first, ...), each side into fresh indices "
+                "or a fresh file; the ratio is that of the mean times, and each round's own ratio is shown "
+                "beside it (on this kind of machine the same side moves by up to a quarter from one minute "
+                "to the next)."
+            ]
+            if (n := _rounds(head)) > 1
+            else []
+        ),
         "- **Search**: `bench_relevance.run_relevance` with the sessionlog systems and pg_trgm "
         "word_similarity 0.4: known-item queries of every variant, one at a time, client side; from 1M "
         "entries on only the embedded backend and pg_trgm run.",
@@ -160,6 +171,13 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _rounds(head: dict[str, Any] | None) -> int:
+    """How many rounds the indexer and load rows of ``head`` measured (1 when they do not say)."""
+    rows = (head or {}).get("rows") or {}
+    found = [len((rows.get(name) or {}).get("rounds") or []) for name in ("indexer", "load")]
+    return max([1, *found])
 
 
 def replace_section(text: str, section: str) -> str:

@@ -5,13 +5,15 @@ Every row calls the benchmark that owns it, so a change to a benchmark shows up 
 
 * ``append``: ``bench_append.run_sessionlog`` (durable default) and ``bench_append.run_confluent``
   (confluent-kafka with the same validation) over the same records;
-* ``indexer``: ``bench_pipeline.throughput`` (end to end vs raw ``parallel_bulk``), and 1 vs 2
+* ``indexer``: ``bench_pipeline.throughput`` (end to end vs raw ``parallel_bulk``, in rounds of
+  alternating order), and 1 vs 2
   worker processes through ``bench_pipeline.scaling`` when this checkout has it;
 * ``cli``: ``bench_cli_append.measure`` (``sessionlog append FILE`` embedded and Kafka, and the
   ``append_many`` ceiling);
 * ``load``: ``bench_load`` (the CLI's ``append FILE`` then ``index --until-idle`` on both
   backends, and PostgreSQL COPY + GIN) when this checkout has it, else ``bench_console``'s
-  ``load_embedded`` / ``load_stack`` (in process: ``append_many``, then the indexer);
+  ``load_embedded`` / ``load_stack`` (in process: ``append_many``, then the indexer); with
+  ``bench_load``, the embedded load and PostgreSQL's in rounds of alternating order;
 * ``search`` (latency, plus pg_trgm's load time and size): ``bench_relevance.run_relevance`` with
   the two sessionlog systems and pg_trgm ``word_similarity`` 0.4.
 """
@@ -21,12 +23,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from tests.benchmarks.rounds import mean, orders, pool_cpu
 
 __all__ = ["append_row", "cli_row", "indexer_row", "load_row", "search_row", "warm_servers"]
 
@@ -53,20 +57,22 @@ def warm_servers(events: int, console: Console) -> dict[str, Any]:
     """Unmeasured: ``events`` through the appender and through the indexer end to end and the raw
     bulk, so that the measured rows do not meet servers whose JVMs have just started (the first row
     to meet them ran at about half the rate it reached later in the same run)."""
-    from tests.benchmarks import bench_pipeline
+    from tests.benchmarks.pipeline_throughput import throughput
 
     started = time.monotonic()
     append_row(events)
-    bench_pipeline.throughput(events, console)
+    throughput(events, console)
     return {"events": events, "seconds": time.monotonic() - started}
 
 
-def indexer_row(events: int, console: Console) -> dict[str, Any]:
-    """End to end vs the raw bulk ceiling; 1 vs 2 worker processes on a 4-partition topic when
-    ``bench_pipeline`` offers ``scaling`` (its ``--workers``), otherwise recorded as not measured."""
+def indexer_row(events: int, console: Console, *, rounds: int = 1) -> dict[str, Any]:
+    """End to end vs the raw bulk ceiling (``rounds`` times, alternating); 1 vs 2 worker processes
+    on a 4-partition topic when ``bench_pipeline`` offers ``scaling`` (its ``--workers``), otherwise
+    recorded as not measured."""
     from tests.benchmarks import bench_pipeline
+    from tests.benchmarks.pipeline_throughput import throughput
 
-    row: dict[str, Any] = dict(bench_pipeline.throughput(events, console))
+    row: dict[str, Any] = dict(throughput(events, console, rounds))
     scaling = getattr(bench_pipeline, "scaling", None)
     if not callable(scaling):
         row["scaling"] = {
@@ -120,13 +126,16 @@ def _opensearch_bytes(opensearch: Any) -> int:
         view.close()
 
 
-def load_row(entries: int, seed: int, *, stack: bool = True) -> dict[str, Any]:
+def load_row(entries: int, seed: int, *, stack: bool = True, rounds: int = 1) -> dict[str, Any]:
     """The corpus from an empty system to searchable on both backends, what it occupies on disk,
     and (with ``bench_load``) PostgreSQL's COPY + GIN build of the same corpus. Uses
     ``bench_load`` (the product's CLI, ``append FILE`` then ``index --until-idle``) when this
-    checkout has it, else ``bench_console``'s in-process load (``append_many`` then the indexer)."""
+    checkout has it, else ``bench_console``'s in-process load (``append_many`` then the indexer).
+    With ``bench_load``, the embedded load and PostgreSQL's run ``rounds`` times in alternating order
+    (their mean times and each round's ratio); the Kafka + OpenSearch load once, after the first
+    embedded one."""
     if importlib.util.find_spec("tests.benchmarks.bench_load") is not None:
-        return _load_via_cli(entries, seed, stack=stack)
+        return _load_via_cli(entries, seed, stack=stack, rounds=rounds)
     from tests.benchmarks.bench_console import corpus, isolated_stack, load_embedded, load_stack
 
     batches: list[list[dict[str, Any]]] = []
@@ -151,24 +160,59 @@ def load_row(entries: int, seed: int, *, stack: bool = True) -> dict[str, Any]:
     return row
 
 
-def _load_via_cli(entries: int, seed: int, *, stack: bool) -> dict[str, Any]:
+def _load_via_cli(entries: int, seed: int, *, stack: bool, rounds: int) -> dict[str, Any]:
     bench_load: Any = importlib.import_module("tests.benchmarks.bench_load")
     row: dict[str, Any] = {
         "via": "bench_load (the CLI: `sessionlog append FILE`, then `sessionlog index --until-idle`)",
         "entries": entries,
         "events": entries,
     }
+    embedded: list[dict[str, Any]] = []
+    pg: list[dict[str, Any]] = []
+    measured: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sessionlog-speed-") as tmp:
         corpus = Path(tmp) / "corpus.jsonl"
         row["records"], row["wire_bytes"], probe = bench_load._write_corpus(entries, seed, corpus)
-        found = bench_load.load_embedded(corpus, probe, Path(tmp))
-        row["embedded"] = found | {"seconds": found["total_s"]}
-        if stack:
-            found = bench_load.load_kafka_opensearch(corpus, probe, 4, False)
-            row["kafka_opensearch"] = found | {"seconds": found["total_s"]}
-        found = bench_load.load_pg(corpus)
-        row["pg"] = found | {"seconds": found["total_s"]}
+        for i, order in enumerate(orders(rounds, "embedded", "pg")):
+            for side in order:
+                if side == "pg":
+                    pg.append(bench_load.load_pg(corpus))
+                    continue
+                workdir = Path(tmp) / f"round-{i}"
+                workdir.mkdir()
+                embedded.append(bench_load.load_embedded(corpus, probe, workdir))
+                shutil.rmtree(workdir)
+                if stack and i == 0:
+                    found = bench_load.load_kafka_opensearch(corpus, probe, 4, False)
+                    row["kafka_opensearch"] = found | {"seconds": found["total_s"]}
+            measured.append(
+                {
+                    "order": " first, then ".join(order),
+                    "embedded_s": embedded[-1]["total_s"],
+                    "pg_s": pg[-1]["total_s"],
+                    "ratio": embedded[-1]["total_s"] / pg[-1]["total_s"],
+                }
+            )
+    row["embedded"] = _pooled_load(embedded)
+    row["pg"] = _pooled_load(pg)
+    row["rounds"] = measured
     return row
+
+
+def _pooled_load(found: list[dict[str, Any]]) -> dict[str, Any]:
+    """One load side measured once per round: its times as the mean per round, its probe found in
+    every round, the rest (size, parts, versions) from the last round."""
+    out = dict(found[-1])
+    for key in ("append_s", "index_s", "total_s"):
+        if all(key in f for f in found):
+            out[key] = mean([float(f[key]) for f in found])
+    out["seconds"] = out["total_s"]
+    if any("found" in f for f in found):
+        out["found"] = all(f.get("found") is not False for f in found)
+    if any("index_cpu" in f for f in found):
+        out["index_cpu"] = pool_cpu([f.get("index_cpu") or {} for f in found])
+    out["rounds"] = len(found)
+    return out
 
 
 def _drop_prefix(hosts: str, index_prefix: str) -> None:

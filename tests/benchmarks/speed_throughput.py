@@ -12,6 +12,7 @@ from tests.benchmarks.speed_cells import (
     fmt_x,
     missing_reason,
     ratio_of,
+    rounds_text,
     status_of,
 )
 
@@ -84,7 +85,7 @@ def indexer_rows(run: dict[str, Any]) -> list[Row]:
             f"{row['indexer_events_per_s']:,.0f} ev/s" + cpu_text(cpu.get("indexer") or {}, "CPU", _WORKER),
             f"raw `parallel_bulk` of the same documents: {row['raw_events_per_s']:,.0f} ev/s"
             + cpu_text(cpu.get("raw") or {}, "CPU", _CLIENT),
-            fmt_x(ratio),
+            fmt_x(ratio) + rounds_text(row.get("rounds")),
             "≥ 0.7×",
             status_of([(ratio is not None and ratio >= 0.7, f"{fmt_x(ratio)} < 0.7×")]),
         ]
