@@ -99,7 +99,11 @@ def test_ascii_folding_is_lowercasing(text: str) -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.characters(codec="ascii")) | st.text(alphabet="ab_.:-9 Zé東\u0301"))
+@given(
+    st.text(alphabet=st.characters(codec="ascii"))
+    | st.text(alphabet="ab_.:-9 Zé東\u0301")
+    | st.text(alphabet="ab_.-9 –’“😀·²\u00a0")  # non-ASCII word characters, and others
+)
 def test_the_ascii_fast_paths_split_like_the_unicode_patterns(text: str) -> None:
     folded = fold(text)
     assert word_tokens(folded) == WORD_RE.findall(folded)

@@ -309,7 +309,7 @@ def event_document(
         "type": record.type,
         "time": record.time.isoformat(),
         "has_text": bool(text.strip()),
-        "text_bytes": len(text.encode("utf-8")),
+        "text_bytes": len(text) if text.isascii() else len(text.encode("utf-8")),
         "surface_state": surface_state,
         "content_hash": content_hash(record),
     }

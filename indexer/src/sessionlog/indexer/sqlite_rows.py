@@ -28,6 +28,7 @@ __all__ = [
 #: a term may be up to two edits longer).
 MAX_TERM_CHARS: Final = 66
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
 _NONE: Final[frozenset[str]] = frozenset()
 
 #: A ``vocab`` row: workspace, term, its length, the term reversed.
@@ -122,4 +123,4 @@ def time_us(iso: str) -> int:
     moment = datetime.fromisoformat(iso)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
+    return (moment - _EPOCH) // _MICROSECOND

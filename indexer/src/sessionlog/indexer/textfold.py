@@ -79,25 +79,45 @@ IDENT_RE: Final = re.compile(f"(?<!{_W}){_W}+(?:[_.:\\-]{_W}+)+", re.UNICODE)
 #: What a query is split into: identifiers whole, else words.
 QUERY_TOKEN_RE: Final = re.compile(f"{_W}+(?:[_.:\\-]{_W}+)*|{_C}+", re.UNICODE)
 _CJK_RE: Final = re.compile(f"{_C}+")
-# The same two patterns over ASCII text (no marks, no CJK there), ten times faster than the
-# Unicode classes above.
-_ASCII_WORD_RE: Final = re.compile(r"[A-Za-z0-9]+")
+# Over ASCII text (no marks, no CJK there) the words are the runs of letters and digits, which
+# ``str.split`` finds once every other character is a space, and the identifiers this pattern: ten
+# times faster than the Unicode classes above.
+_ASCII_NON_WORD_TO_SPACE: Final = str.maketrans(
+    {chr(i): chr(i) if chr(i).isalnum() else " " for i in range(128)}
+)
 _ASCII_IDENT_RE: Final = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[_.:\-][A-Za-z0-9]+)+")
 # Every identifier holds a joiner between two word characters: a text without one has none, and
 # most texts are told so by one scan (on the benchmark corpus: 40 % less time than the pattern alone).
 _ASCII_JOINED_RE: Final = re.compile(r"[A-Za-z0-9][_.:\-][A-Za-z0-9]")
 
 
+def _ascii_spaced(text: str) -> str | None:
+    """``text`` with each non-ASCII character as a space when none of them is a word character
+    (dashes, quotes, symbols, emoji): the words and identifiers of both are the same, and the ASCII
+    patterns find them ten times faster. None when one is (a letter, a digit, a mark, CJK)."""
+    if WORD_RE.search("".join(_NON_ASCII.findall(text))):
+        return None
+    return _NON_ASCII.sub(" ", text)
+
+
 def word_tokens(text: str) -> list[str]:
     """``WORD_RE.findall(text)``, faster on ASCII text."""
-    return (_ASCII_WORD_RE if text.isascii() else WORD_RE).findall(text)
+    if not text.isascii():
+        spaced = _ascii_spaced(text)
+        if spaced is None:
+            return WORD_RE.findall(text)
+        text = spaced
+    return text.translate(_ASCII_NON_WORD_TO_SPACE).split()
 
 
 def ident_tokens(text: str) -> list[str]:
     """``IDENT_RE.findall(text)``, faster on ASCII text."""
-    if text.isascii():
-        return _ASCII_IDENT_RE.findall(text) if _ASCII_JOINED_RE.search(text) else []
-    return IDENT_RE.findall(text)
+    if not text.isascii():
+        spaced = _ascii_spaced(text)
+        if spaced is None:
+            return IDENT_RE.findall(text)
+        text = spaced
+    return _ASCII_IDENT_RE.findall(text) if _ASCII_JOINED_RE.search(text) else []
 
 
 _HALFWIDTH: Final = range(0xFF61, 0xFFDD)
