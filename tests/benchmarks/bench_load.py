@@ -125,7 +125,7 @@ def load_embedded(corpus: Path, probe: dict[str, Any], workdir: Path) -> dict[st
 def load_kafka_opensearch(
     corpus: Path, probe: dict[str, Any], partitions: int, rebuild: bool
 ) -> dict[str, Any]:
-    from kafka import KafkaAdminClient
+    from tests.benchmarks.pipeline_throughput import delete_topic
 
     from sessionlog.indexer import OpenSearchSettings, OpenSearchView
     from sessionlog.ingest import KafkaSettings
@@ -159,12 +159,7 @@ def load_kafka_opensearch(
         view = OpenSearchView(opensearch)
         view.drop()
         view.close()
-        admin = KafkaAdminClient(**kafka.client_config())
-        try:
-            existing = set(admin.list_topics())
-            admin.delete_topics([t for t in (kafka.topic, f"{kafka.topic}.dlq") if t in existing])
-        finally:
-            admin.close()
+        delete_topic(kafka)
     return out
 
 

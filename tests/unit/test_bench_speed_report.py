@@ -330,3 +330,33 @@ def test_the_cpu_window_counts_the_host_s_stolen_time_apart() -> None:
     assert report["machine_busy_cpu_s"] == 350 / tick  # stolen time is busy: nobody here could use it
     assert report["stolen_cpu_s"] == 100 / tick
     assert report["others_cpu_s"] == 250 / tick
+
+
+def test_the_rows_show_each_round_s_ratio_beside_the_pooled_one() -> None:
+    result = _result()
+    rows = result["runs"][0]["rows"]
+    rows["indexer"] = {
+        "indexer_events_per_s": 700.0,
+        "raw_events_per_s": 1000.0,
+        "ratio": 0.7,
+        "rounds": [{"ratio": 0.62}, {"ratio": 0.8}],
+    }
+    rows["load"] = {
+        "via": "bench_load (the CLI)",
+        "entries": 3000,
+        "embedded": {"append_s": 1.0, "index_s": 2.0, "seconds": 3.0, "bytes": 1024, "found": True},
+        "pg": {"seconds": 1.2, "bytes": 1024},
+        "rounds": [{"ratio": 2.6}, {"ratio": 2.4}],
+    }
+    section = speed_report.render(result)
+    by_round = "; mean of 2 rounds in alternating order, by round:"
+    assert _row(section, "indexer end to end")[3] == f"0.70×{by_round} 0.62× / 0.80×"
+    assert (
+        _row(section, "load 3,000 entries, empty → searchable (embedded)")[3]
+        == f"2.50×{by_round} 2.60× / 2.40×"
+    )
+    assert "- **Rounds**: the indexer row and the embedded load row measured both sides 2 times" in section
+    rows["indexer"]["rounds"] = [{"ratio": 0.7}]
+    rows["load"].pop("rounds")
+    single = speed_report.render(result)
+    assert _row(single, "indexer end to end")[3] == "0.70×" and "- **Rounds**" not in single
