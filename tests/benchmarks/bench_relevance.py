@@ -263,7 +263,7 @@ def _interleaved(
     (a system measured alone after its own load met whatever that hour brought). With
     ``cfg.block`` > 1, each system runs a block of that many queries back to back before the next
     system's turn, the first system rotating per block: on demand, to see how much of a latency is
-    the CPU waking up after a peer's query (docs/benchmarks.md, eighteenth session). A system that
+    the CPU waking up after a peer's query (docs/benchmarks-history.md, eighteenth session). A system that
     fails is recorded in its entry and left out from then on."""
     outcomes: dict[str, list[tuple[list[str], float]]] = {entry["name"]: [] for entry, _ in live}
 
