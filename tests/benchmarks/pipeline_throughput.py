@@ -30,7 +30,7 @@ from sessionlog.indexer.document import event_document
 from sessionlog.ingest import KafkaSettings, ensure_topics, parse_record
 from sessionlog.ingest.wire import EventRecord
 
-__all__ = ["cpu_window", "delete_topic", "produce", "records", "throughput"]
+__all__ = ["delete_topic", "produce", "records", "throughput"]
 
 _END_TO_END, _RAW = "end to end", "raw bulk"
 
@@ -62,7 +62,7 @@ def delete_topic(kafka: KafkaSettings) -> None:
         admin.close()
 
 
-def cpu_window() -> CpuWindow:
+def _cpu_window() -> CpuWindow:
     """A CPU window over the local servers and this process."""
     window = CpuWindow.over_servers()
     window.watch("bench", os.getpid())
@@ -73,7 +73,7 @@ def _end_to_end(kafka: KafkaSettings, label: str, total: int, console: Console) 
     """The worker, in a group of its own, from the topic's start into fresh indices (then dropped)."""
     opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"bench-tp-{label}"})
     settings = IndexerSettings().model_copy(update={"group_id": f"bench-{label}", "batch_max": 2000})
-    window = cpu_window()
+    window = _cpu_window()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("indexer (Kafka → OpenSearch)", total=total)
         window.start()
@@ -108,7 +108,7 @@ def _raw_bulk(sources: list[tuple[str, str, dict[str, Any]]], label: str) -> dic
             {"_index": view.events, "_id": doc_id, "_routing": routing, "_source": source}
             for doc_id, routing, source in sources
         )
-        window = cpu_window()
+        window = _cpu_window()
         window.start()
         started = time.monotonic()
         for ok, item in helpers.parallel_bulk(

@@ -5,8 +5,8 @@ Every row calls the benchmark that owns it, so a change to a benchmark shows up 
 
 * ``append``: ``bench_append.run_sessionlog`` (durable default) and ``bench_append.run_confluent``
   (confluent-kafka with the same validation) over the same records;
-* ``indexer``: ``bench_pipeline.throughput`` (end to end vs raw ``parallel_bulk``, in rounds of
-  alternating order), and 1 vs 2
+* ``indexer``: ``pipeline_throughput.throughput`` (end to end vs raw ``parallel_bulk``, in rounds
+  of alternating order), and 1 vs 2
   worker processes through ``bench_pipeline.scaling`` when this checkout has it;
 * ``cli``: ``bench_cli_append.measure`` (``sessionlog append FILE`` embedded and Kafka, and the
   ``append_many`` ceiling);
