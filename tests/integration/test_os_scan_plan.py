@@ -22,9 +22,10 @@ from sessionlog.indexer.textfold import WORD_RE, fold, word_tokens
 from sessionlog.ingest.wire import parse_record
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest, SessionQueryResult
 from sessionlog.query.aio import AsyncOpenSearchProvider
-from sessionlog.query.builder import trigrams
+from sessionlog.query.builder import scan_body, trigrams
+from sessionlog.query.os_narrow import scan_filter
 from sessionlog.query.plan import plan_request
-from sessionlog.query.scoring import is_compound
+from sessionlog.query.scoring import is_compound, score_text
 
 WORDS = [
     "report", "reports", "reporting", "deploy", "deployed", "cluster", "metrics", "invoice", "budget",
@@ -241,7 +242,9 @@ def test_a_session_over_the_limit_takes_the_index_path_then_goes_there_at_once(
             Scope.session("s-1"), target, client=cast(Any, spy), scan_max_rows=SCAN_LIMIT * 5
         )
         small.search(request)
-        assert [name for name, _ in spy.calls] == ["msearch"] and _scanned(spy.calls[0][1][3])  # rescanned
+        # Scanned: the entries that may match "reprot", then those holding the reading "report".
+        assert [name for name, _ in spy.calls] == ["msearch", "search"]
+        assert _scanned(spy.calls[0][1][3]) and _scanned(spy.calls[1][1])
         spy.calls.clear()
         assert sum(1 for r in RECORDS if r.get("session_id") == BIG and r["kind"] == "event") > SCAN_LIMIT
         for attempt in range(2):
@@ -278,3 +281,39 @@ def test_the_async_provider_plans_the_same_way(target: OpenSearchSettings, query
 
     scanned, indexed = asyncio.run(pages(100)), asyncio.run(pages(0))
     assert scanned == indexed and scanned[0]
+
+
+def _session_entries(client: Any, index: str, sid: str, narrow: dict[str, Any] | None) -> list[Any]:
+    plan, _ = plan_request(SessionQueryRequest(query="x"), Scope.session(sid), 50)
+    body = scan_body(plan, size=500, narrow=narrow)
+    return list(client.search(index=index, routing=sid, body=body)["hits"]["hits"])
+
+
+def _text_of(hit: dict[str, Any]) -> str:
+    return str(hit["_source"].get("text") or hit["_source"].get("args") or "")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=queries(), session=st.integers(0, SESSIONS - 1), partial=st.booleans())
+def test_a_narrowed_scan_fetches_every_entry_the_query_can_match(
+    providers: dict[tuple[int, bool], OpenSearchProvider], query: str, session: int, partial: bool
+) -> None:
+    provider = providers[(0, True)]
+    client, index, sid = provider.client, provider.engine.events_index, f"s-{session}"
+    plan, _ = plan_request(SessionQueryRequest(query=query), Scope.session(sid), 50)
+    every = _session_entries(client, index, sid, None)
+    fetched = {hit["_id"] for hit in _session_entries(client, index, sid, scan_filter(plan, partial))}
+    for hit in every:
+        if score_text(_text_of(hit), plan.raw_words, plan.words, partial=partial) is not None:
+            assert hit["_id"] in fetched, (query, _text_of(hit))
+    # Each word looked for inside longer words only (a reading): every entry holding it there.
+    for word in plan.words:
+        if len(word) < 3 or is_compound(word):
+            continue
+        narrow = scan_filter(plan, partial, frozenset({word}))
+        held = {hit["_id"] for hit in _session_entries(client, index, sid, narrow)}
+        for hit in every:
+            text = _text_of(hit)
+            inside = any(word in token and word != token for token in word_tokens(fold(text.lower())))
+            if inside and score_text(text, plan.raw_words, plan.words, partial=partial) is not None:
+                assert hit["_id"] in held, (query, word, text)

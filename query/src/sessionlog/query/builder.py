@@ -295,16 +295,20 @@ def browse_body(
     return body
 
 
-def scan_body(plan: QueryPlan, *, size: int, exclude: Sequence[str] = ()) -> dict[str, Any]:
-    """Up to ``size`` entries a search of ``plan`` may return (its filters, not its words), in no
-    order: the entries of a small scope, which the caller scores itself.
+def scan_body(
+    plan: QueryPlan, *, size: int, exclude: Sequence[str] = (), narrow: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Up to ``size`` entries a search of ``plan`` may return (its filters, and ``narrow``: a
+    necessary test of its words, :func:`sessionlog.query.os_narrow.scan_filter`), in no order: the
+    entries of a small scope, which the caller scores itself.
 
     Their whole ``_source``: limiting it to :data:`HIT_SOURCE` makes the server parse and write
     every entry again, which costs more than sending the few small fields a hit does not read
     (about 0.8 ms of a 200-entry scan, measured with ``tests.benchmarks.bench_os_session``)."""
+    filters = _filters(plan) if narrow is None else [*_filters(plan), narrow]
     return {
         "size": size,
-        "query": {"bool": {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}},
+        "query": {"bool": {"filter": filters, "must_not": _must_not(plan, exclude)}},
         "sort": [{"_doc": "asc"}],
         "track_total_hits": False,
     }

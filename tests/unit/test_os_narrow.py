@@ -1,0 +1,87 @@
+"""The filter that narrows an OpenSearch scan to the entries that may match, by the shape of each
+query word (that it keeps every entry the query can match is proven against the real server in
+``tests/integration/test_os_scan_plan.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessionlog.query import Scope, SessionQueryRequest
+from sessionlog.query.builder import QueryPlan
+from sessionlog.query.os_narrow import scan_filter
+from sessionlog.query.plan import plan_request
+
+
+def _plan(query: str) -> QueryPlan:
+    return plan_request(SessionQueryRequest(query=query), Scope.session("s"), 50)[0]
+
+
+def _leaves(clause: Any, kind: str) -> list[dict[str, Any]]:
+    """Every ``kind`` query inside ``clause``."""
+    found: list[dict[str, Any]] = []
+    if isinstance(clause, dict):
+        for key, value in clause.items():
+            if key == kind:
+                found.append(value)
+            found += _leaves(value, kind)
+    elif isinstance(clause, list):
+        for item in clause:
+            found += _leaves(item, kind)
+    return found
+
+
+def test_a_plain_word_is_a_whole_token_its_trigrams_or_a_token_within_its_budget() -> None:
+    narrow = scan_filter(_plan("Report"), False)
+    assert narrow is not None and narrow["bool"]["minimum_should_match"] == 1
+    terms = _leaves(narrow, "term")
+    assert {"text": "report"} in terms and {"args.exact": "report"} in terms
+    assert {"text.tri": "rep"} in terms and {"args.tri": "ort"} in terms
+    fuzzy = _leaves(narrow, "fuzzy")
+    assert [next(iter(f)) for f in fuzzy] == ["text", "args"]
+    rule = fuzzy[0]["text"]
+    # Every term within the budget, not the ranking tier's 128: the filter must not drop one.
+    assert rule["fuzziness"] == 2 and rule["rewrite"] == "constant_score" and rule["transpositions"]
+
+
+def test_a_short_word_is_only_a_whole_token_and_a_word_with_digits_keeps_them_exact() -> None:
+    short = scan_filter(_plan("ok"), False)
+    assert not _leaves(short, "fuzzy") and not _leaves(short, "bool")[1:]
+    mixed = _leaves(scan_filter(_plan("pyhton3"), False), "fuzzy")
+    assert mixed[0] == {
+        "text.mixed": {
+            "value": "a3|pyhton",
+            "fuzziness": 2,
+            "prefix_length": 3,
+            "transpositions": True,
+            "rewrite": "constant_score",
+        }
+    }
+
+
+def test_an_identifier_needs_each_of_its_longer_parts() -> None:
+    narrow = scan_filter(_plan("get_type_of"), False)
+    assert narrow is not None and len(narrow["bool"]["filter"]) == 2  # "get" and "type", not "of"
+    assert scan_filter(_plan("v2.1"), False) is None, "no part of three characters"
+    assert scan_filter(_plan("acct_9931"), False) is not None
+
+
+def test_the_words_are_or_ed_when_each_has_a_test_so_that_any_word_is_served_too() -> None:
+    plan = _plan("report budget")
+    assert scan_filter(plan, False) == scan_filter(plan, True)
+    assert len(scan_filter(plan, False)["bool"]["should"]) == 2  # type: ignore[index]
+
+
+def test_a_word_without_a_test_leaves_the_others_and_all_of_them_for_any_word() -> None:
+    plan = _plan("report 東京")
+    narrow = scan_filter(plan, False)
+    assert narrow is not None and narrow == scan_filter(_plan("report"), False)
+    assert scan_filter(plan, True) is None
+    assert scan_filter(_plan("東京"), False) is None
+    assert scan_filter(_plan(""), False) is None, "browsing"
+
+
+def test_a_word_looked_for_inside_longer_words_needs_only_its_trigrams() -> None:
+    narrow = scan_filter(_plan("piled"), False, frozenset({"piled"}))
+    assert not _leaves(narrow, "fuzzy")
+    assert {t["text.tri"] for t in _leaves(narrow, "term") if "text.tri" in t} == {"pil", "ile", "led"}
+    assert scan_filter(_plan("go"), False, frozenset({"go"})) is None
