@@ -23,7 +23,7 @@ from sessionlog.ingest.wire import parse_record
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest, SessionQueryResult
 from sessionlog.query.aio import AsyncOpenSearchProvider
 from sessionlog.query.builder import scan_body, trigrams
-from sessionlog.query.os_narrow import scan_filter
+from sessionlog.query.os_narrow import reading_covered, scan_filter
 from sessionlog.query.plan import plan_request
 from sessionlog.query.scoring import is_compound, score_text
 
@@ -317,3 +317,24 @@ def test_a_narrowed_scan_fetches_every_entry_the_query_can_match(
             inside = any(word in token and word != token for token in word_tokens(fold(text.lower())))
             if inside and score_text(text, plan.raw_words, plan.words, partial=partial) is not None:
                 assert hit["_id"] in held, (query, word, text)
+
+
+@pytest.mark.parametrize("query", ["forecsat", "forecazt", "forecst", "forrecast"])  # "forecasting"
+def test_a_long_words_test_keeps_the_entries_holding_a_reading_of_it_inside_longer_words(
+    providers: dict[tuple[int, bool], OpenSearchProvider], query: str
+) -> None:
+    provider = providers[(0, True)]
+    client, index = provider.client, provider.engine.events_index
+    plan, _ = plan_request(SessionQueryRequest(query=query), Scope.session("s-0"), 50)
+    word, held = plan.words[0], 0
+    for session in range(SESSIONS):
+        sid = f"s-{session}"
+        fetched = {hit["_id"] for hit in _session_entries(client, index, sid, scan_filter(plan, False))}
+        for hit in _session_entries(client, index, sid, None):
+            tokens = word_tokens(fold(_text_of(hit).lower()))
+            sizes = range(len(word) - 1, len(word) + 2)
+            spans = {t[i : i + n] for t in tokens for n in sizes for i in range(len(t) - n + 1) if n < len(t)}
+            if any(reading_covered(word, span) for span in spans):
+                held += 1
+                assert hit["_id"] in fetched, (query, _text_of(hit))
+    assert held, "the corpus holds such entries"

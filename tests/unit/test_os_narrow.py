@@ -4,12 +4,18 @@ query word (that it keeps every entry the query can match is proven against the 
 
 from __future__ import annotations
 
+import random
 from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.contracts.query_shapes import edit
 
 from sessionlog.query import Scope, SessionQueryRequest
 from sessionlog.query.builder import QueryPlan
-from sessionlog.query.os_narrow import scan_filter
+from sessionlog.query.os_narrow import _edited, reading_covered, scan_filter
 from sessionlog.query.plan import plan_request
+from sessionlog.query.scoring import typo_match
 
 
 def _plan(query: str) -> QueryPlan:
@@ -85,3 +91,21 @@ def test_a_word_looked_for_inside_longer_words_needs_only_its_trigrams() -> None
     assert not _leaves(narrow, "fuzzy")
     assert {t["text.tri"] for t in _leaves(narrow, "term") if "text.tri" in t} == {"pil", "ile", "led"}
     assert scan_filter(_plan("go"), False, frozenset({"go"})) is None
+
+
+@given(word=st.text("abcdefghij", min_size=7, max_size=14), seed=st.integers(0, 2**32))
+def test_a_string_one_edit_away_holds_every_trigram_of_one_of_the_kept_lists(word: str, seed: int) -> None:
+    edited = edit(random.Random(seed), word)
+    if typo_match(word, edited, 1) is None or edited == word[: len(edited)]:
+        return  # the shape tool also cuts words: only real one-edit strings are in question
+    grams = {edited[i : i + 3] for i in range(len(edited) - 2)}
+    kept = _edited(word)
+    assert kept is not None and any(set(lists) <= grams for lists in kept), (word, edited)
+
+
+def test_only_a_word_of_seven_letters_or_more_keeps_its_readings_inside_longer_words() -> None:
+    assert reading_covered("compilled", "compiled") and reading_covered("monorig", "monoring")
+    assert not reading_covered("reprot", "report"), "six letters: an edit may leave no 3-gram whole"
+    assert not reading_covered("compilled", "compile"), "two edits: not a reading inside"
+    narrow = scan_filter(_plan("compilled"), False)
+    assert {"text.tri": "pil"} in _leaves(narrow, "term") and len(_leaves(narrow, "bool")) > 8

@@ -100,6 +100,13 @@ def test_a_reading_inside_longer_words_asks_for_the_entries_holding_it() -> None
     assert _scan(client.calls[1][1]) and "fuzzy" not in str(reading) and "'rep'" in str(reading)
 
 
+def test_the_entries_of_a_long_words_reading_inside_longer_words_come_with_the_page() -> None:
+    client = FakeClient([_entry(1, "compiled it"), _entry(2, "the recompiled build"), _entry(3, "no")])
+    found = _provider(Scope.session("s1"), client, "u1c").search(SessionQueryRequest(query="compilled"))
+    assert [(m.entry_id, m.score) for m in found.matches] == [("s1:1", 2.001), ("s1:2", 1.501)]
+    assert [name for name, _ in client.calls] == ["msearch"], "the word's test kept them"
+
+
 def test_a_workspace_search_narrowed_to_a_session_is_scanned_and_a_workspace_search_is_not() -> None:
     client = FakeClient([_entry(1, "report")])
     provider = _provider(Scope.workspace("w1"), client, "u2")

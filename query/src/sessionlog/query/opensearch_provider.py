@@ -18,7 +18,7 @@ from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access
 from sessionlog.query.options import OpenSearchProviderOptions
-from sessionlog.query.os_narrow import scan_filter
+from sessionlog.query.os_narrow import reading_covered, scan_filter
 from sessionlog.query.os_scan import SCAN_MAX_FETCH, SCAN_MAX_ROWS, Oversized, fits, scan_top
 from sessionlog.query.plan import MAX_QUERY_WORDS
 from sessionlog.query.provider import SearchProvider
@@ -54,17 +54,42 @@ class PageRequest:
 @dataclass(frozen=True, slots=True)
 class _Scanned:
     """Entries of a small scope one search fetched: all but ``without`` (entry ids), those
-    ``narrow`` keeps (``None``: all)."""
+    ``narrow`` keeps (``None``: all), which was built for ``words`` and keeps the entries that
+    match any of them (``any_word``) or all of them."""
 
     without: frozenset[str]
     narrow: dict[str, Any] | None
     entries: list[dict[str, Any]]
+    words: tuple[str, ...] = ()
+    any_word: bool = False
+
+    @classmethod
+    def of(cls, query: EngineQuery, narrow: dict[str, Any] | None, entries: list[dict[str, Any]]) -> _Scanned:
+        """The entries fetched for ``query`` with ``narrow``."""
+        plan = query.plan
+        any_word = query.partial or narrow == scan_filter(plan, True, query.inside)
+        return cls(frozenset(query.exclude), narrow, entries, plan.words, any_word)
 
     def covers(self, query: EngineQuery) -> bool:
         """Whether these are every entry of the scope ``query`` may rank."""
         if not self.without.issubset(query.exclude):
             return False
-        return self.narrow is None or self.narrow == scan_filter(query.plan, query.partial, query.inside)
+        if self.narrow is None or self.narrow == scan_filter(query.plan, query.partial, query.inside):
+            return True
+        return self._reads_inside(query)
+
+    def _reads_inside(self, query: EngineQuery) -> bool:
+        """Whether ``query`` reads one of the words these were fetched for as a one-edit reading
+        inside longer words, whose entries that word's test kept."""
+        words = query.plan.words
+        if len(query.inside) != 1 or len(words) != len(self.words) or (query.partial and not self.any_word):
+            return False
+        changed = [
+            i for i, (word, fetched) in enumerate(zip(words, self.words, strict=True)) if word != fetched
+        ]
+        if len(changed) != 1 or words[changed[0]] not in query.inside:
+            return False
+        return reading_covered(self.words[changed[0]], words[changed[0]])
 
 
 #: Scopes too big to score here, for every engine of the process (a provider is cheap to make per
@@ -215,7 +240,7 @@ class OpenSearchEngine:
             OVERSIZED.add(self._scan_key(query, whole=True))
         if not fits(found, self.scan_max_fetch):  # words that too many entries may match
             return corpus, None
-        query.scratch[_SCANNED] = [_Scanned(frozenset(query.exclude), request.narrow, found)]
+        query.scratch[_SCANNED] = [_Scanned.of(query, request.narrow, found)]
         scanned = self.rescan(query, deadline)
         assert scanned is not None
         return corpus, scanned
@@ -260,7 +285,7 @@ class OpenSearchEngine:
         if not fits(found, self.scan_max_fetch):
             return None
         narrow = scan_filter(query.plan, query.partial, query.inside)
-        query.scratch[_SCANNED].append(_Scanned(frozenset(query.exclude), narrow, found))
+        query.scratch[_SCANNED].append(_Scanned.of(query, narrow, found))
         return self.rescan(query, deadline)
 
     def rank_request(self, query: EngineQuery) -> dict[str, Any]:

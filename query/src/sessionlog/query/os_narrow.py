@@ -18,7 +18,9 @@ entries that may match, with a filter built from each query word's tiers
   part in its own tier).
 
 A word looked for inside longer words only (a reading of a typo,
-:func:`sessionlog.query.readings.inside_readings`) needs only its 3-grams.
+:func:`sessionlog.query.readings.inside_readings`) needs only its 3-grams. So that such a search
+needs no request of its own, the test of a word of 7+ letters that may be read that way also keeps
+every entry holding, inside a token, a string one edit from it (:func:`reading_covered`).
 
 A CJK word, and an identifier without such a part, have no test (a CJK run is one token, which
 the server cuts at 256 characters).
@@ -36,9 +38,10 @@ from typing import Any, Final
 
 from sessionlog.indexer.textfold import WORD_RE, is_cjk, mixed_key
 from sessionlog.query.builder import QueryPlan, trigrams
+from sessionlog.query.readings import inside_worthy, read_inside
 from sessionlog.query.scoring import fuzzy_budget, is_compound
 
-__all__ = ["scan_filter"]
+__all__ = ["reading_covered", "scan_filter"]
 
 _FIELDS: Final = ("text", "args")
 #: The part of an identifier a filter can test: shorter ones may be the start of a longer token.
@@ -71,8 +74,29 @@ def _grams(field: str, word: str) -> dict[str, Any]:
     return {"bool": {"filter": [{"term": {f"{field}.tri": g}} for g in trigrams(word)]}}
 
 
+def _edited(word: str) -> list[list[str]] | None:
+    """For each place of one edit in ``word``, the 3-grams of ``word`` it leaves whole: any string
+    one edit from ``word`` holds every 3-gram of one of these lists. An adjacent swap at ``i``
+    keeps ``word[:i]`` and ``word[i + 2:]``, and a substitution, deletion or insertion there keeps
+    at least as much. ``None`` when an edit can leave no 3-gram whole (words under 7 letters)."""
+    kept: list[list[str]] = []
+    for i in range(len(word) - 1):
+        grams = list(dict.fromkeys([*trigrams(word[:i]), *trigrams(word[i + 2 :])]))
+        if not grams:
+            return None
+        kept.append(grams)
+    return kept
+
+
+def reading_covered(word: str, term: str) -> bool:
+    """Whether the test of ``word`` also keeps the entries holding ``term`` (a one-edit reading of
+    it) inside longer words, so that a search for that reading needs no other entries."""
+    return inside_worthy(word, term) and _edited(word) is not None
+
+
 def _plain(raw: str, word: str) -> dict[str, Any]:
-    """The necessary test of a plain word (letters, digits or both) in any of its tiers."""
+    """The necessary test of a plain word (letters, digits or both) in any of its tiers, and of its
+    one-edit readings inside longer words where it may be read that way (:func:`_edited`)."""
     budget = fuzzy_budget(word)
     clauses: list[dict[str, Any]] = []
     for field in _FIELDS:
@@ -81,6 +105,10 @@ def _plain(raw: str, word: str) -> dict[str, Any]:
             clauses.append(_grams(field, word))
         if budget:
             clauses.append(_typo(field, word, budget))
+    edited = _edited(word) if read_inside(word) else None
+    for grams in edited or ():
+        for field in _FIELDS:
+            clauses.append({"bool": {"filter": [{"term": {f"{field}.tri": g}} for g in grams]}})
     return _any(clauses)
 
 
