@@ -23,8 +23,9 @@ from sessionlog.ingest.wire import parse_record
 from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest, SessionQueryResult
 from sessionlog.query.aio import AsyncOpenSearchProvider
 from sessionlog.query.builder import scan_body, trigrams
+from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.os_narrow import reading_covered, scan_filter
-from sessionlog.query.plan import plan_request
+from sessionlog.query.plan import MAX_QUERY_WORDS, MAX_WORD_CHARS, plan_request
 from sessionlog.query.scoring import is_compound, score_text
 
 WORDS = [
@@ -338,3 +339,29 @@ def test_a_long_words_test_keeps_the_entries_holding_a_reading_of_it_inside_long
                 held += 1
                 assert hit["_id"] in fetched, (query, _text_of(hit))
     assert held, "the corpus holds such entries"
+
+
+def _longest(seed: int, length: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(
+        "".join(rng.choice("abcdefghijklmnop") for _ in range(length)) for _ in range(MAX_QUERY_WORDS - 1)
+    )
+
+
+@pytest.mark.parametrize("length", [7, 20, MAX_WORD_CHARS])
+@pytest.mark.parametrize("scope", range(len(SCOPES)))
+def test_the_longest_query_of_plain_words_fits_the_servers_clause_limit(
+    providers: dict[tuple[int, bool], OpenSearchProvider], length: int, scope: int
+) -> None:
+    request = _request(scope, query=_longest(length, length) + " report")
+    for scan in (True, False):
+        assert providers[(scope, scan)].search(request).searched > 0
+
+
+def test_a_query_of_too_many_identifier_parts_is_a_typed_error_not_a_server_failure(
+    providers: dict[tuple[int, bool], OpenSearchProvider],
+) -> None:
+    parts = " ".join("_".join(f"part{chr(97 + i)}{chr(97 + j)}" for j in range(6)) for i in range(20))
+    with pytest.raises(SessionQueryError) as caught:
+        providers[(2, False)].search(_request(2, query=parts))
+    assert caught.value.code == "SESSION_QUERY_INVALID_QUERY" and "too long" in caught.value.message

@@ -7,13 +7,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tests.contracts.query_shapes import edit
 
 from sessionlog.query import Scope, SessionQueryRequest
-from sessionlog.query.builder import QueryPlan
-from sessionlog.query.os_narrow import _edited, reading_covered, scan_filter
+from sessionlog.query.builder import MAX_LEAVES, QueryPlan, leaves, search_body
+from sessionlog.query.errors import SessionQueryError
+from sessionlog.query.os_narrow import _edited, narrowing, reading_covered, scan_filter
 from sessionlog.query.plan import plan_request
 from sessionlog.query.scoring import typo_match
 
@@ -109,3 +111,25 @@ def test_only_a_word_of_seven_letters_or_more_keeps_its_readings_inside_longer_w
     assert not reading_covered("compilled", "compile"), "two edits: not a reading inside"
     narrow = scan_filter(_plan("compilled"), False)
     assert {"text.tri": "pil"} in _leaves(narrow, "term") and len(_leaves(narrow, "bool")) > 8
+
+
+def test_a_long_querys_filter_is_loosened_to_fit_the_servers_clause_limit() -> None:
+    assert narrowing(_plan("compilled"), False).readings
+    rng = random.Random(3)
+    words = " ".join("".join(rng.choice("abcdefghij") for _ in range(40)) for _ in range(32))
+    loose = narrowing(_plan(words), False)
+    assert loose.filter is not None and not loose.readings
+    assert leaves(loose.filter) <= MAX_LEAVES - 100
+
+
+def test_a_ranked_search_takes_fewer_trigrams_per_word_in_a_long_query_or_refuses_it() -> None:
+    short = search_body(_plan("reconciliation"), size=11)
+    assert {"text.tri": "rec"} in _leaves(short, "term") and len(_leaves(short, "term")) > 24
+    long = search_body(
+        _plan(" ".join(f"{w}reconciliation" for w in "abcdefghijklmnopqrstuvwxyzABCDE")), size=11
+    )
+    assert leaves(long["query"]) <= MAX_LEAVES
+    idents = " ".join("_".join(f"part{i}{j}x" for j in range(6)) for i in range(20))
+    with pytest.raises(SessionQueryError) as caught:
+        search_body(_plan(idents), size=11)
+    assert caught.value.code == "SESSION_QUERY_INVALID_QUERY"

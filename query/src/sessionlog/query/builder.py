@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from sessionlog.indexer.textfold import WORD_RE, is_cjk, mixed_key
+from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.scoring import (
     FIELD_BONUS,
     MAX_COUNTED,
@@ -56,6 +57,38 @@ _FIELDS = ("text", "args")
 HIT_SOURCE = ("session_id", "seq", "type", "text", "args", "turn", "role", "time")
 #: Terms a fuzzy query may expand to (per field and shard).
 _EXPANSIONS = 128
+#: Leaf queries a body may hold. OpenSearch refuses a query of more than 1,024 (its default
+#: ``indices.query.bool.max_clause_count``); the filters and bonuses outside the words' tiers hold
+#: a few dozen.
+MAX_LEAVES: Final = 900
+#: 3-grams per word in the substring tier, then fewer when a long query would hold too many leaves
+#: (fewer 3-grams over-match more, and the provider core takes the tier from the text anyway).
+_GRAM_CAPS: Final = (12, 4, 2)
+#: Leaf queries per word outside its tiers (its occurrence bonuses, its words in the phrases).
+_OTHER_LEAVES: Final = 12
+_LEAF_QUERIES: Final = frozenset(
+    {"term", "terms", "ids", "exists", "range", "prefix", "regexp", "wildcard", "fuzzy", "match_all"}
+)
+
+
+def leaves(query: Any) -> int:
+    """The leaf queries of a query body, as OpenSearch counts them against its clause limit: one
+    per term query, one per word of a ``match``, ``match_phrase`` or ``intervals`` rule."""
+    if isinstance(query, list):
+        return sum(leaves(item) for item in query)
+    if not isinstance(query, dict):
+        return 0
+    count = 0
+    for key, value in query.items():
+        if key in _LEAF_QUERIES:
+            count += 1
+        elif key in ("match", "match_phrase") and isinstance(value, dict):
+            # {field: {"query": text}}, or an intervals rule's {"query": text}
+            texts = [rule.get("query", "") if isinstance(rule, dict) else rule for rule in value.values()]
+            count += sum(len(str(text).split()) or 1 for text in texts)
+        else:
+            count += leaves(value)
+    return count
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +119,15 @@ def _const(query: dict[str, Any], boost: float) -> dict[str, Any]:
 def trigrams(word: str, cap: int = 12) -> list[str]:
     """The word's distinct 3-grams (at most ``cap``, spread over the word). A ``match`` on the
     trigram field would OR them (they share a position); every one of them must be present."""
-    grams = list(dict.fromkeys(word[i : i + 3] for i in range(len(word) - 2)))
-    if len(grams) > cap:
-        step = (len(grams) - 1) / (cap - 1)
-        grams = [grams[round(i * step)] for i in range(cap)]
-    return grams
+    return spread(list(dict.fromkeys(word[i : i + 3] for i in range(len(word) - 2))), cap)
+
+
+def spread(items: list[str], cap: int) -> list[str]:
+    """At most ``cap`` (2 or more) of ``items``, spread evenly from the first to the last."""
+    if len(items) <= cap:
+        return items
+    step = (len(items) - 1) / (cap - 1)
+    return [items[round(i * step)] for i in range(cap)]
 
 
 def _prefix(field: str, fragment: str) -> list[dict[str, Any]]:
@@ -104,7 +141,9 @@ def _prefix(field: str, fragment: str) -> list[dict[str, Any]]:
     return [_const(regexp, TIER_PREFIX), _const(prefix, TIER_PREFIX_NUMBER)]
 
 
-def _plain_tiers(raw: str, folded: str, field: str, last: bool, typos: bool = True) -> list[dict[str, Any]]:
+def _plain_tiers(
+    raw: str, folded: str, field: str, last: bool, typos: bool = True, grams: int = _GRAM_CAPS[0]
+) -> list[dict[str, Any]]:
     tiers = [
         _const({"match": {f"{field}.exact": {"query": raw}}}, TIER_EXACT),
         _const({"match": {field: {"query": folded}}}, TIER_FOLDED),
@@ -130,8 +169,8 @@ def _plain_tiers(raw: str, folded: str, field: str, last: bool, typos: bool = Tr
             }
             tiers.append(_const({"fuzzy": {f"{field}.mixed": mixed}}, tier))
     if len(folded) >= 3:
-        grams = [{"term": {f"{field}.tri": gram}} for gram in trigrams(folded)]
-        tiers.append(_const({"bool": {"filter": grams}}, TIER_SUBSTRING))
+        kept = [{"term": {f"{field}.tri": gram}} for gram in trigrams(folded, grams)]
+        tiers.append(_const({"bool": {"filter": kept}}, TIER_SUBSTRING))
     return tiers
 
 
@@ -168,10 +207,12 @@ def _cjk_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
     return tiers
 
 
-def word_clause(raw: str, folded: str, *, last: bool = False, typos: bool = True) -> dict[str, Any]:
+def word_clause(
+    raw: str, folded: str, *, last: bool = False, typos: bool = True, grams: int = _GRAM_CAPS[0]
+) -> dict[str, Any]:
     """Matches one query word in any tier (``last``: the query's last word, which may be a prefix;
-    ``typos=False``: not its typo tiers); scores as the best tier it reaches
-    (:mod:`sessionlog.query.scoring` has the same tiers)."""
+    ``typos=False``: not its typo tiers; ``grams``: at most this many 3-grams in its substring
+    tier); scores as the best tier it reaches (:mod:`sessionlog.query.scoring` has the same tiers)."""
     tiers: list[dict[str, Any]] = []
     for field in _FIELDS:
         if is_compound(folded):
@@ -179,10 +220,10 @@ def word_clause(raw: str, folded: str, *, last: bool = False, typos: bool = True
         elif is_cjk(folded):
             tiers += _cjk_tiers(raw, folded, field)
         else:
-            tiers += _plain_tiers(raw, folded, field, last, typos)
+            tiers += _plain_tiers(raw, folded, field, last, typos, grams)
     if is_compound(folded):
         # Every part somewhere (``get_tpye`` finds ``get`` … ``type``): the lowest tier.
-        parts = [word_clause(part, part) for part in WORD_RE.findall(folded)]
+        parts = [word_clause(part, part, grams=grams) for part in WORD_RE.findall(folded)]
         if parts:
             tiers.append(_const({"bool": {"filter": parts}}, TIER_PARTS))
     return {"dis_max": {"queries": tiers}}
@@ -236,12 +277,22 @@ def search_body(
     inside: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """A ranked search: every word must match (or, ``partial``, at least one); entries holding a
-    word of ``skip`` are left out; the words of ``inside`` are looked for without their typo tiers."""
+    word of ``skip`` are left out; the words of ``inside`` are looked for without their typo tiers.
+
+    Raises ``SESSION_QUERY_INVALID_QUERY`` for a query whose tiers would hold more leaf queries
+    than the server takes (:data:`MAX_LEAVES`) even with the fewest 3-grams per word."""
     last = len(plan.words) - 1
-    clauses = [
-        word_clause(r, w, last=i == last, typos=w not in inside)
-        for i, (r, w) in enumerate(zip(plan.raw_words, plan.words, strict=True))
-    ]
+    for grams in _GRAM_CAPS:
+        clauses = [
+            word_clause(r, w, last=i == last, typos=w not in inside, grams=grams)
+            for i, (r, w) in enumerate(zip(plan.raw_words, plan.words, strict=True))
+        ]
+        if leaves(clauses) <= MAX_LEAVES - _OTHER_LEAVES * len(plan.words):
+            break
+    else:
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_QUERY", "the query is too long to search: use fewer or shorter words"
+        )
     should: list[dict[str, Any]] = []
     if len(plan.words) > 1:
         exact_phrase = " ".join(phrase_words(plan.raw_words))

@@ -18,7 +18,7 @@ from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access
 from sessionlog.query.options import OpenSearchProviderOptions
-from sessionlog.query.os_narrow import reading_covered, scan_filter
+from sessionlog.query.os_narrow import narrowing, reading_covered, scan_filter
 from sessionlog.query.os_scan import SCAN_MAX_FETCH, SCAN_MAX_ROWS, Oversized, fits, scan_top
 from sessionlog.query.plan import MAX_QUERY_WORDS
 from sessionlog.query.provider import SearchProvider
@@ -62,13 +62,15 @@ class _Scanned:
     entries: list[dict[str, Any]]
     words: tuple[str, ...] = ()
     any_word: bool = False
+    readings: bool = False
 
     @classmethod
     def of(cls, query: EngineQuery, narrow: dict[str, Any] | None, entries: list[dict[str, Any]]) -> _Scanned:
-        """The entries fetched for ``query`` with ``narrow``."""
+        """The entries fetched for ``query`` with ``narrow`` (its :func:`narrowing`'s filter)."""
         plan = query.plan
         any_word = query.partial or narrow == scan_filter(plan, True, query.inside)
-        return cls(frozenset(query.exclude), narrow, entries, plan.words, any_word)
+        readings = narrowing(plan, query.partial, query.inside).readings
+        return cls(frozenset(query.exclude), narrow, entries, plan.words, any_word, readings)
 
     def covers(self, query: EngineQuery) -> bool:
         """Whether these are every entry of the scope ``query`` may rank."""
@@ -82,7 +84,9 @@ class _Scanned:
         """Whether ``query`` reads one of the words these were fetched for as a one-edit reading
         inside longer words, whose entries that word's test kept."""
         words = query.plan.words
-        if len(query.inside) != 1 or len(words) != len(self.words) or (query.partial and not self.any_word):
+        if not self.readings or len(query.inside) != 1 or len(words) != len(self.words):
+            return False
+        if query.partial and not self.any_word:
             return False
         changed = [
             i for i, (word, fetched) in enumerate(zip(words, self.words, strict=True)) if word != fetched

@@ -34,16 +34,29 @@ tokens at 256 characters, so a word past the 256th character of one token is fou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sessionlog.indexer.textfold import WORD_RE, is_cjk, mixed_key
-from sessionlog.query.builder import QueryPlan, trigrams
+from sessionlog.query.builder import MAX_LEAVES, QueryPlan, leaves, spread, trigrams
 from sessionlog.query.readings import inside_worthy, read_inside
 from sessionlog.query.scoring import fuzzy_budget, is_compound
 
-__all__ = ["reading_covered", "scan_filter"]
+__all__ = ["Narrowing", "narrowing", "reading_covered", "scan_filter"]
 
 _FIELDS: Final = ("text", "args")
+#: 3-grams per test, fewer when a long query's filter would hold too many leaf queries.
+_GRAMS: Final = (12, 4, 2)
+_Level = tuple[bool, int]
+#: Whether the tests keep the words' readings inside longer words, and their 3-grams per list.
+_LEVELS: Final[tuple[_Level, ...]] = (
+    (True, _GRAMS[0]),
+    (False, _GRAMS[0]),
+    (False, _GRAMS[1]),
+    (False, _GRAMS[2]),
+)
+#: Leaf queries of a filter (the scope's filters and exclusions take the rest of the server's limit).
+_MAX_LEAVES: Final = MAX_LEAVES - 100
 #: The part of an identifier a filter can test: shorter ones may be the start of a longer token.
 _MIN_PART: Final = 3
 
@@ -70,11 +83,11 @@ def _typo(field: str, word: str, budget: int) -> dict[str, Any]:
     return {"fuzzy": {target: rule}}
 
 
-def _grams(field: str, word: str) -> dict[str, Any]:
-    return {"bool": {"filter": [{"term": {f"{field}.tri": g}} for g in trigrams(word)]}}
+def _grams(field: str, grams: list[str]) -> dict[str, Any]:
+    return {"bool": {"filter": [{"term": {f"{field}.tri": g}} for g in grams]}}
 
 
-def _edited(word: str) -> list[list[str]] | None:
+def _edited(word: str, cap: int = _GRAMS[0]) -> list[list[str]] | None:
     """For each place of one edit in ``word``, the 3-grams of ``word`` it leaves whole: any string
     one edit from ``word`` holds every 3-gram of one of these lists. An adjacent swap at ``i``
     keeps ``word[:i]`` and ``word[i + 2:]``, and a substitution, deletion or insertion there keeps
@@ -84,7 +97,7 @@ def _edited(word: str) -> list[list[str]] | None:
         grams = list(dict.fromkeys([*trigrams(word[:i]), *trigrams(word[i + 2 :])]))
         if not grams:
             return None
-        kept.append(grams)
+        kept.append(spread(grams, cap))
     return kept
 
 
@@ -94,47 +107,73 @@ def reading_covered(word: str, term: str) -> bool:
     return inside_worthy(word, term) and _edited(word) is not None
 
 
-def _plain(raw: str, word: str) -> dict[str, Any]:
+def _plain(raw: str, word: str, level: _Level) -> dict[str, Any]:
     """The necessary test of a plain word (letters, digits or both) in any of its tiers, and of its
     one-edit readings inside longer words where it may be read that way (:func:`_edited`)."""
+    readings, cap = level
     budget = fuzzy_budget(word)
     clauses: list[dict[str, Any]] = []
     for field in _FIELDS:
         clauses += [{"term": {field: word}}, {"term": {f"{field}.exact": raw}}]
         if len(word) >= 3:
-            clauses.append(_grams(field, word))
+            clauses.append(_grams(field, trigrams(word, cap)))
         if budget:
             clauses.append(_typo(field, word, budget))
-    edited = _edited(word) if read_inside(word) else None
+    edited = _edited(word, cap) if readings and read_inside(word) else None
     for grams in edited or ():
-        for field in _FIELDS:
-            clauses.append({"bool": {"filter": [{"term": {f"{field}.tri": g}} for g in grams]}})
+        clauses += [_grams(field, grams) for field in _FIELDS]
     return _any(clauses)
 
 
-def _word(raw: str, word: str, inside: bool) -> dict[str, Any] | None:
+def _word(raw: str, word: str, inside: bool, level: _Level) -> dict[str, Any] | None:
     """The necessary test of one query word (``inside``: looked for inside longer words only),
     ``None`` when it has none."""
     if is_cjk(word):
         return None
     if inside:
-        return _any([_grams(field, word) for field in _FIELDS]) if len(word) >= 3 else None
+        return (
+            _any([_grams(field, trigrams(word, level[1])) for field in _FIELDS]) if len(word) >= 3 else None
+        )
     if is_compound(word):
-        parts = [_plain(p, p) for p in WORD_RE.findall(word) if len(p) >= _MIN_PART and not is_cjk(p)]
+        parts = [_plain(p, p, level) for p in WORD_RE.findall(word) if len(p) >= _MIN_PART and not is_cjk(p)]
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else {"bool": {"filter": parts}}
-    return _plain(raw, word)
+    return _plain(raw, word, level)
+
+
+@dataclass(frozen=True, slots=True)
+class Narrowing:
+    """The filter of a scan (``None``: every entry of the scope), and whether it keeps the entries
+    holding the one-edit readings inside longer words of the words it may keep them for
+    (:func:`reading_covered`)."""
+
+    filter: dict[str, Any] | None
+    readings: bool
+
+
+def narrowing(plan: QueryPlan, partial: bool, inside: frozenset[str] = frozenset()) -> Narrowing:
+    """The filter that keeps every entry of the scope that can match ``plan`` (``partial``: any of
+    its words, else all of them; the words of ``inside`` inside longer words only), ``None`` when
+    no word has a test (browsing has no words). A long query's filter is loosened until it fits the
+    server's clause limit: without the readings, then with fewer 3-grams, then none."""
+    for level in _LEVELS:
+        found = _filter(plan, partial, inside, level)
+        if found is None or leaves(found) <= _MAX_LEAVES:
+            return Narrowing(found, found is not None and level[0])
+    return Narrowing(None, False)
 
 
 def scan_filter(
     plan: QueryPlan, partial: bool, inside: frozenset[str] = frozenset()
 ) -> dict[str, Any] | None:
-    """A filter that keeps every entry of the scope that can match ``plan`` (``partial``: any of
-    its words, else all of them; the words of ``inside`` inside longer words only), ``None`` when
-    no word has a test (browsing has no words)."""
+    """:func:`narrowing`'s filter."""
+    return narrowing(plan, partial, inside).filter
+
+
+def _filter(plan: QueryPlan, partial: bool, inside: frozenset[str], level: _Level) -> dict[str, Any] | None:
     pairs = zip(plan.raw_words, plan.words, strict=True)
-    tests = [_word(raw, word, word in inside) for raw, word in pairs]
+    tests = [_word(raw, word, word in inside, level) for raw, word in pairs]
     found = [test for test in tests if test is not None]
     if not found:
         return None
