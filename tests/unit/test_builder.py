@@ -10,16 +10,20 @@ import pytest
 from sessionlog.indexer.document import DEFAULT_KINDS, MESSAGE_TYPES
 from sessionlog.indexer.textfold import WORD_RE, mixed_key
 from sessionlog.query.builder import (
+    MAX_LEAVES,
     SEARCH_TOOL_NAME,
     QueryPlan,
     browse_body,
     count_body,
+    leaves,
     scan_body,
     search_body,
     word_clause,
 )
 from sessionlog.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
+from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.opensearch_provider import OpenSearchProvider
+from sessionlog.query.plan import plan_request
 from sessionlog.query.scope import Scope
 
 LUCENE = '+alpha -beta && gamma || !(delta) {epsilon} [zeta] ^eta "theta" ~iota *kappa? lambda:mu \\nu /xi'
@@ -409,3 +413,37 @@ def test_the_text_checker_is_not_vacuous() -> None:
         assert_text_is_data({**body, "post_filter": {"match": {"alpha": {"query": "x"}}}}, ["alpha", "beta"])
     with pytest.raises(AssertionError):
         assert_text_is_data({**body, "post_filter": {"term": {"text.tri": "alpha beta"}}}, ["alpha", "beta"])
+
+
+def _planned(query: str) -> QueryPlan:
+    return plan_request(SessionQueryRequest(query=query), Scope.workspace("w"), 50)[0]
+
+
+def _terms(body: Any) -> list[Any]:
+    if isinstance(body, list):
+        return [t for item in body for t in _terms(item)]
+    if isinstance(body, dict):
+        return [v for k, v in body.items() if k == "term"] + [t for v in body.values() for t in _terms(v)]
+    return []
+
+
+def test_a_long_query_takes_fewer_trigrams_per_word_to_fit_the_servers_clause_limit() -> None:
+    short = search_body(_planned("reconciliation"), size=11)
+    assert len([t for t in _terms(short) if "text.tri" in t]) == 12
+    words = " ".join(f"{w}reconciliation" for w in "abcdefghijklmnopqrstuvwxyzABCDE")
+    long = search_body(_planned(words), size=11)
+    assert leaves(long["query"]) <= MAX_LEAVES
+    assert len([t for t in _terms(long) if "text.tri" in t]) < 12 * 31
+
+
+def test_leaves_count_every_term_and_every_word_of_a_text_query() -> None:
+    query = {"bool": {"filter": [{"term": {"a": 1}}, {"match_phrase": {"t": {"query": "a b c"}}}]}}
+    assert leaves(query) == 4
+    assert leaves({"intervals": {"t": {"all_of": {"intervals": [{"match": {"query": "x"}}] * 3}}}}) == 3
+
+
+def test_a_query_of_too_many_identifier_parts_is_invalid_not_a_failed_search() -> None:
+    idents = " ".join("_".join(f"part{i}{j}x" for j in range(6)) for i in range(20))
+    with pytest.raises(SessionQueryError) as caught:
+        search_body(_planned(idents), size=11)
+    assert caught.value.code == "SESSION_QUERY_INVALID_QUERY"

@@ -131,16 +131,9 @@ class AsyncOpenSearchEngine:
         return EnginePage(corpus, hits)
 
     async def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
-        requests = self.requests
-        scanned = requests.rescan(query, deadline)
+        scanned = self.requests.rescan(query, deadline)
         if scanned is not None:
             return scanned
-        if requests.refetches(query):
-            kwargs = requests.refetch_request(query)
-            found = await self.access.acall(self.client, "search", deadline, **kwargs)
-            scanned = self.access.parse("the search", lambda: requests.parse_refetch(found, query, deadline))
-            if scanned is not None:
-                return scanned
         response = await self.access.acall(
             self.client, "search", deadline, **self.requests.rank_request(query)
         )

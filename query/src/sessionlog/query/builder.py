@@ -119,15 +119,11 @@ def _const(query: dict[str, Any], boost: float) -> dict[str, Any]:
 def trigrams(word: str, cap: int = 12) -> list[str]:
     """The word's distinct 3-grams (at most ``cap``, spread over the word). A ``match`` on the
     trigram field would OR them (they share a position); every one of them must be present."""
-    return spread(list(dict.fromkeys(word[i : i + 3] for i in range(len(word) - 2))), cap)
-
-
-def spread(items: list[str], cap: int) -> list[str]:
-    """At most ``cap`` (2 or more) of ``items``, spread evenly from the first to the last."""
-    if len(items) <= cap:
-        return items
-    step = (len(items) - 1) / (cap - 1)
-    return [items[round(i * step)] for i in range(cap)]
+    grams = list(dict.fromkeys(word[i : i + 3] for i in range(len(word) - 2)))
+    if len(grams) > cap:
+        step = (len(grams) - 1) / (cap - 1)
+        grams = [grams[round(i * step)] for i in range(cap)]
+    return grams
 
 
 def _prefix(field: str, fragment: str) -> list[dict[str, Any]]:
@@ -346,20 +342,16 @@ def browse_body(
     return body
 
 
-def scan_body(
-    plan: QueryPlan, *, size: int, exclude: Sequence[str] = (), narrow: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Up to ``size`` entries a search of ``plan`` may return (its filters, and ``narrow``: a
-    necessary test of its words, :func:`sessionlog.query.os_narrow.scan_filter`), in no order: the
-    entries of a small scope, which the caller scores itself.
+def scan_body(plan: QueryPlan, *, size: int, exclude: Sequence[str] = ()) -> dict[str, Any]:
+    """Up to ``size`` entries a search of ``plan`` may return (its filters, not its words), in no
+    order: the entries of a small scope, which the caller scores itself.
 
     Their whole ``_source``: limiting it to :data:`HIT_SOURCE` makes the server parse and write
     every entry again, which costs more than sending the few small fields a hit does not read
     (about 0.8 ms of a 200-entry scan, measured with ``tests.benchmarks.bench_os_session``)."""
-    filters = _filters(plan) if narrow is None else [*_filters(plan), narrow]
     return {
         "size": size,
-        "query": {"bool": {"filter": filters, "must_not": _must_not(plan, exclude)}},
+        "query": {"bool": {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}},
         "sort": [{"_doc": "asc"}],
         "track_total_hits": False,
     }

@@ -18,8 +18,7 @@ from sessionlog.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.opensearch_access import OpenSearchAccess, opensearch_access
 from sessionlog.query.options import OpenSearchProviderOptions
-from sessionlog.query.os_narrow import narrowing, reading_covered, scan_filter
-from sessionlog.query.os_scan import SCAN_MAX_FETCH, SCAN_MAX_ROWS, Oversized, fits, scan_top
+from sessionlog.query.os_scan import SCAN_MAX_ROWS, Oversized, fits, scan_top
 from sessionlog.query.plan import MAX_QUERY_WORDS
 from sessionlog.query.provider import SearchProvider
 from sessionlog.query.scope import Scope
@@ -42,58 +41,11 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class PageRequest:
     """The ``_msearch`` lines of a page: count, then the page (or, ``scan``, the scope's entries
-    to score here, those ``narrow`` keeps), then the session's existence (``existence``) and the
-    watermarks when asked."""
+    to score here), then the session's existence (``existence``) and the watermarks when asked."""
 
     lines: list[dict[str, Any]]
     existence: bool
     scan: bool
-    narrow: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Scanned:
-    """Entries of a small scope one search fetched: all but ``without`` (entry ids), those
-    ``narrow`` keeps (``None``: all), which was built for ``words`` and keeps the entries that
-    match any of them (``any_word``) or all of them."""
-
-    without: frozenset[str]
-    narrow: dict[str, Any] | None
-    entries: list[dict[str, Any]]
-    words: tuple[str, ...] = ()
-    any_word: bool = False
-    readings: bool = False
-
-    @classmethod
-    def of(cls, query: EngineQuery, narrow: dict[str, Any] | None, entries: list[dict[str, Any]]) -> _Scanned:
-        """The entries fetched for ``query`` with ``narrow`` (its :func:`narrowing`'s filter)."""
-        plan = query.plan
-        any_word = query.partial or narrow == scan_filter(plan, True, query.inside)
-        readings = narrowing(plan, query.partial, query.inside).readings
-        return cls(frozenset(query.exclude), narrow, entries, plan.words, any_word, readings)
-
-    def covers(self, query: EngineQuery) -> bool:
-        """Whether these are every entry of the scope ``query`` may rank."""
-        if not self.without.issubset(query.exclude):
-            return False
-        if self.narrow is None or self.narrow == scan_filter(query.plan, query.partial, query.inside):
-            return True
-        return self._reads_inside(query)
-
-    def _reads_inside(self, query: EngineQuery) -> bool:
-        """Whether ``query`` reads one of the words these were fetched for as a one-edit reading
-        inside longer words, whose entries that word's test kept."""
-        words = query.plan.words
-        if not self.readings or len(query.inside) != 1 or len(words) != len(self.words):
-            return False
-        if query.partial and not self.any_word:
-            return False
-        changed = [
-            i for i, (word, fetched) in enumerate(zip(words, self.words, strict=True)) if word != fetched
-        ]
-        if len(changed) != 1 or words[changed[0]] not in query.inside:
-            return False
-        return reading_covered(self.words[changed[0]], words[changed[0]])
 
 
 #: Scopes too big to score here, for every engine of the process (a provider is cheap to make per
@@ -107,9 +59,9 @@ class OpenSearchEngine:
     (count, page, session existence, watermarks); the scope is a server-side filter on each.
 
     A search of sessions (a session scope, or a search narrowed to a session) asks for their
-    entries that may match instead of the page and ranks them here when they are at most
-    ``scan_max_rows`` (:mod:`sessionlog.query.os_scan`; 0: never): the same ranking, without the
-    ranking fuzzy queries."""
+    entries instead of the page and ranks them here when they are at most ``scan_max_rows``
+    (:mod:`sessionlog.query.os_scan`; 0: never): the same ranking, without the fuzzy queries'
+    walk over the shard's term dictionary."""
 
     log_topic: str | None = None
 
@@ -117,8 +69,6 @@ class OpenSearchEngine:
         self.scope = check_scope(scope, "provider")
         self.access = access
         self.scan_max_rows = check_int(scan_max_rows, "scan_max_rows", 0, 10_000)
-        #: Most entries a scan fetches (more: the index, for that search).
-        self.scan_max_fetch = min(self.scan_max_rows, SCAN_MAX_FETCH)
         prefix = access.settings.index_prefix
         self.events_index = events_alias(prefix)
         self.sessions_index = sessions_alias(prefix)
@@ -157,32 +107,21 @@ class OpenSearchEngine:
         scanned = self.rescan(query, deadline)
         if scanned is not None:
             return scanned
-        if self.refetches(query):
-            response = self.access.call("search", deadline, **self.refetch_request(query))
-            scanned = self.access.parse("the search", lambda: self.parse_refetch(response, query, deadline))
-            if scanned is not None:
-                return scanned
         response = self.access.call("search", deadline, **self.rank_request(query))
         return self.access.parse("the search", lambda: self.parse_hits(response, query))
 
     # -- requests and answers (shared with the async engine) -------------------------------------
-    def _scan_key(self, query: EngineQuery, whole: bool = False) -> tuple[object, ...]:
-        """The scope's key in :data:`OVERSIZED` (``whole``: too big to fetch all of it at once)."""
-        return (self.events_index, self.scope.fingerprint(), query.session_id, query.plan.kinds, whole)
+    def _scan_key(self, query: EngineQuery) -> tuple[object, ...]:
+        return (self.events_index, self.scope.fingerprint(), query.session_id, query.plan.kinds)
 
-    def _scan(self, query: EngineQuery) -> tuple[bool, dict[str, Any] | None]:
+    def _scans(self, query: EngineQuery) -> bool:
         """Whether the page is ranked here from the scope's entries (a search of sessions not known
-        to be too big), and the filter narrowing them to those that may match (``None``: all)."""
+        to be too big)."""
         if query.plan.browse or not self.scan_max_rows:
-            return False, None
+            return False
         if query.session_id is None and self.scope.kind != "sessions":
-            return False, None
-        if self._scan_key(query) in OVERSIZED:
-            return False, None
-        narrow = scan_filter(query.plan, query.partial, query.inside)
-        if narrow is None and self._scan_key(query, whole=True) in OVERSIZED:
-            return False, None
-        return True, narrow
+            return False
+        return self._scan_key(query) not in OVERSIZED
 
     def search_request(self, query: EngineQuery) -> PageRequest:
         """The ``_msearch`` lines of a page."""
@@ -191,9 +130,9 @@ class OpenSearchEngine:
         routing = self._routing(session_id)
         if routing:
             header["routing"] = routing
-        scan, narrow = self._scan(query)
+        scan = self._scans(query)
         if scan:
-            body = scan_body(plan, size=self.scan_max_fetch + 1, exclude=query.exclude, narrow=narrow)
+            body = scan_body(plan, size=self.scan_max_rows + 1, exclude=query.exclude)
         else:
             body = self._body(query)
         lines: list[dict[str, Any]] = [header, count_body(plan), header, body]
@@ -208,7 +147,7 @@ class OpenSearchEngine:
                 {"index": self.watermarks_index, "ignore_unavailable": True},
                 {"size": 1000, "query": {"term": {"topic": query.live_topic}}},
             ]
-        return PageRequest(lines, existence, scan, narrow)
+        return PageRequest(lines, existence, scan)
 
     def parse_page(
         self, response: Any, query: EngineQuery, request: PageRequest, deadline: Deadline
@@ -236,61 +175,27 @@ class OpenSearchEngine:
         found: list[dict[str, Any]] = responses[1]["hits"]["hits"]
         if not request.scan:
             return corpus, [self._hit(hit, query) for hit in found]
-        # The scope's size is the count's (the scan asks only for the entries that may match).
-        if corpus.searched > self.scan_max_rows:
+        if not fits(found, self.scan_max_rows):
             OVERSIZED.add(self._scan_key(query))
             return corpus, None
-        if request.narrow is None and corpus.searched > self.scan_max_fetch:
-            OVERSIZED.add(self._scan_key(query, whole=True))
-        if not fits(found, self.scan_max_fetch):  # words that too many entries may match
-            return corpus, None
-        query.scratch[_SCANNED] = [_Scanned.of(query, request.narrow, found)]
+        query.scratch[_SCANNED] = (frozenset(query.exclude), found)
         scanned = self.rescan(query, deadline)
         assert scanned is not None
         return corpus, scanned
 
     def rescan(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit] | None:
         """The page ranked from the scope's entries this search already has, else ``None``."""
-        for scanned in query.scratch.get(_SCANNED, ()):
-            if scanned.covers(query):
-                found = scanned.entries
-                if len(query.exclude) > len(scanned.without):
-                    excluded = set(query.exclude)
-                    found = [hit for hit in found if hit["_id"] not in excluded]
-                top = scan_top(found, query.plan, query.partial, query.size, deadline.check, query.skip)
-                return [self._hit(hit, query, score) for hit, score in top]
-        return None
-
-    @staticmethod
-    def refetches(query: EngineQuery) -> bool:
-        """Whether a ranking :meth:`rescan` cannot serve asks for the scope's entries again (the
-        search found the scope small, and fetched other entries than this ranking needs: those
-        of another reading of a word, or of any word where its page needed them all)."""
-        return _SCANNED in query.scratch
-
-    def refetch_request(self, query: EngineQuery) -> dict[str, Any]:
-        """The ``search`` arguments asking for the entries of a small scope ``query`` may rank."""
-        body = scan_body(
-            query.plan,
-            size=self.scan_max_fetch + 1,
-            exclude=query.exclude,
-            narrow=scan_filter(query.plan, query.partial, query.inside),
-        )
-        kwargs: dict[str, Any] = {"index": self.events_index, "body": body}
-        routing = self._routing(query.session_id)
-        if routing:
-            kwargs["routing"] = routing
-        return kwargs
-
-    def parse_refetch(self, response: Any, query: EngineQuery, deadline: Deadline) -> list[EngineHit] | None:
-        """The ranking from the entries :meth:`refetch_request` asked for; ``None`` when the scope
-        grew past the limit since the search's first request (the caller then asks the index)."""
-        found: list[dict[str, Any]] = response["hits"]["hits"]
-        if not fits(found, self.scan_max_fetch):
+        scanned: tuple[frozenset[str], list[dict[str, Any]]] | None = query.scratch.get(_SCANNED)
+        if scanned is None:
             return None
-        narrow = scan_filter(query.plan, query.partial, query.inside)
-        query.scratch[_SCANNED].append(_Scanned.of(query, narrow, found))
-        return self.rescan(query, deadline)
+        fetched_without, found = scanned
+        if not fetched_without.issubset(query.exclude):  # entries the scan did not fetch are asked for
+            return None
+        if len(query.exclude) > len(fetched_without):
+            excluded = set(query.exclude)
+            found = [hit for hit in found if hit["_id"] not in excluded]
+        top = scan_top(found, query.plan, query.partial, query.size, deadline.check, query.skip)
+        return [self._hit(hit, query, score) for hit, score in top]
 
     def rank_request(self, query: EngineQuery) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"index": self.events_index, "body": self._body(query)}

@@ -3,15 +3,14 @@
 A fuzzy query expands over the shard's whole term dictionary, however few entries the scope holds:
 routing a session search to one shard does not make its typo tiers cheaper, and they are most of
 the server's time. A session holds tens of entries. When the scope is one session (or a set of
-sessions) of at most :data:`SCAN_MAX_ROWS` entries (by the count), the engine asks for the
-entries that may match instead (the scope's filters and :mod:`sessionlog.query.os_narrow`'s, their
-whole ``_source``, which the server sends faster than a filtered one, in the same ``_msearch`` as
-the count), at most :data:`SCAN_MAX_FETCH` + 1 of them, and scores each with
+sessions), the engine asks for its entries instead (filters only, their whole ``_source``, which
+the server sends faster than a filtered one, in the same ``_msearch`` as the count), at most
+:data:`SCAN_MAX_ROWS` + 1 of them, and scores each with
 :func:`~sessionlog.query.scoring.score_text`, the ranking the server's tiers compute
-(:mod:`sessionlog.query.builder`). A bigger scope is searched by the index in a second request, and
-remembered (:class:`Oversized`) so that its next searches go to the index at once; so is a search
-that more entries, or more than :data:`~sessionlog.query.sqlite_scan.SCAN_MAX_CHARS` characters of
-text, may match (not remembered: another query may match fewer).
+(:mod:`sessionlog.query.builder`). A scope holding more entries, or more than
+:data:`~sessionlog.query.sqlite_scan.SCAN_MAX_CHARS` characters of text, is searched by the index
+in a second request, and remembered (:class:`Oversized`) so that its next searches go to the index
+at once.
 
 Where the two plans can differ, the scan follows the tiers' definition: the server's substring
 tier asks for the word's trigrams anywhere in the entry (not necessarily in one token), and a typo
@@ -33,16 +32,13 @@ from sessionlog.query.builder import QueryPlan
 from sessionlog.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
 from sessionlog.query.sqlite_scan import ARGS_WEIGHT, SCAN_MAX_CHARS, may_match, needle
 
-__all__ = ["SCAN_MAX_FETCH", "SCAN_MAX_ROWS", "Oversized", "candidates", "fits", "scan_top"]
+__all__ = ["SCAN_MAX_ROWS", "Oversized", "candidates", "fits", "scan_top"]
 
-#: Most entries a scope may hold (by the count) to be scored here: the scan asks only for the
-#: entries that may match (:mod:`sessionlog.query.os_narrow`), which the session's filter finds
-#: cheaply whatever its size; at 2,000 the tail grew (measured with ``tests.benchmarks.bench_os_scan``).
-SCAN_MAX_ROWS: Final = 1000
-#: Most entries one scan fetches: an entry costs the server ~20 µs to fetch (a session's entries are
-#: spread over the shard's stored-field blocks) and the provider ~12 µs to score, and the index path
-#: ~8-10 ms whatever the session, so a search whose words more entries may match asks the index.
-SCAN_MAX_FETCH: Final = 200
+#: Most entries a scope may hold to be scored here. Fetching an entry costs the server ~20 µs (a
+#: session's entries are spread over the shard's stored-field blocks) and the provider ~12 µs; the
+#: index path costs ~8-10 ms whatever the session, so the plans cross near 200 entries (measured with
+#: ``tests.benchmarks.bench_os_scan``).
+SCAN_MAX_ROWS: Final = 200
 _CHECK_EVERY: Final = 128
 _REMEMBERED: Final = 4096
 
@@ -72,8 +68,8 @@ def _prepared(entry: dict[str, Any]) -> tuple[str, bool, str, str]:
 
 
 def fits(entries: Sequence[dict[str, Any]], max_rows: int) -> bool:
-    """Whether the entries a scan fetched (hits of :func:`~sessionlog.query.builder.scan_body`
-    asked for ``max_rows + 1``) are all it asked for and small enough to score here."""
+    """Whether the entries of a scope (hits of :func:`~sessionlog.query.builder.scan_body` asked
+    for ``max_rows + 1``) are all of it and small enough to score here."""
     if len(entries) > max_rows:
         return False
     return sum(len(_text(entry["_source"])[0]) for entry in entries) <= SCAN_MAX_CHARS

@@ -58,10 +58,8 @@ __all__ = [
     "diversify",
     "inside_needed",
     "inside_readings",
-    "inside_worthy",
     "merge",
     "read_as",
-    "read_inside",
     "tier_of",
     "window_needed",
 ]
@@ -189,16 +187,16 @@ def merge(window: Sequence[EngineHit], more: Sequence[EngineHit]) -> list[Engine
     return [*window, *(hit for hit in more if hit.entry_id not in seen)]
 
 
-def read_inside(word: str) -> bool:
+def _read_inside(word: str) -> bool:
     """Whether a typed word may be read inside longer words: a plain word of
     :data:`INSIDE_FROM`+ letters."""
     return len(word) >= INSIDE_FROM and word.isalpha() and fuzzy_budget(word) > 0
 
 
-def inside_worthy(word: str, term: str) -> bool:
+def _inside_worthy(word: str, term: str) -> bool:
     """Whether ``term`` (a reading of ``word``) is looked up inside longer words: one edit from a
     word that may be read that way."""
-    return read_inside(word) and typo_match(word, term, 1) == 1
+    return _read_inside(word) and typo_match(word, term, 1) == 1
 
 
 def inside_needed(plan: QueryPlan, pool: Sequence[EngineHit], full: bool) -> bool:
@@ -206,7 +204,7 @@ def inside_needed(plan: QueryPlan, pool: Sequence[EngineHit], full: bool) -> boo
     the window, in D2's order, maybe empty on a later page; ``full``: the engine may hold more
     entries after it): a word may be read that way, and the pool ends at or below their tier, or
     holds every match."""
-    if not any(read_inside(word) for word in plan.words):
+    if not any(_read_inside(word) for word in plan.words):
         return False
     return not full or tier_of(pool[-1].score) <= (len(plan.words) - 1) * TIER_EXACT + TIER_INSIDE
 
@@ -229,7 +227,7 @@ def inside_readings(plan: QueryPlan, pool: Sequence[EngineHit], known: Known) ->
             word = plan.words[index]
             if not term or term == word:
                 as_typed[index] = True
-            elif inside_worthy(word, term):
+            elif _inside_worthy(word, term):
                 found.setdefault((index, term), None)
     wanted = [item for item in found if not as_typed[item[0]]]
     wanted.sort(key=lambda item: -closeness(plan.words[item[0] : item[0] + 1], (item[1],)))
