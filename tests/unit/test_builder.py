@@ -23,7 +23,6 @@ from sessionlog.query.builder import (
 from sessionlog.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
 from sessionlog.query.errors import SessionQueryError
 from sessionlog.query.opensearch_provider import OpenSearchProvider
-from sessionlog.query.plan import plan_request
 from sessionlog.query.scope import Scope
 
 LUCENE = '+alpha -beta && gamma || !(delta) {epsilon} [zeta] ^eta "theta" ~iota *kappa? lambda:mu \\nu /xi'
@@ -415,25 +414,17 @@ def test_the_text_checker_is_not_vacuous() -> None:
         assert_text_is_data({**body, "post_filter": {"term": {"text.tri": "alpha beta"}}}, ["alpha", "beta"])
 
 
-def _planned(query: str) -> QueryPlan:
-    return plan_request(SessionQueryRequest(query=query), Scope.workspace("w"), 50)[0]
-
-
-def _terms(body: Any) -> list[Any]:
-    if isinstance(body, list):
-        return [t for item in body for t in _terms(item)]
-    if isinstance(body, dict):
-        return [v for k, v in body.items() if k == "term"] + [t for v in body.values() for t in _terms(v)]
-    return []
+def _text_trigrams(body: dict[str, Any]) -> int:
+    return sum(1 for path, _ in walk(body) if path[-2:] == ("term", "text.tri"))
 
 
 def test_a_long_query_takes_fewer_trigrams_per_word_to_fit_the_servers_clause_limit() -> None:
-    short = search_body(_planned("reconciliation"), size=11)
-    assert len([t for t in _terms(short) if "text.tri" in t]) == 12
+    short = search_body(plan_for("reconciliation"), size=11)
+    assert _text_trigrams(short) == 12
     words = " ".join(f"{w}reconciliation" for w in "abcdefghijklmnopqrstuvwxyzABCDE")
-    long = search_body(_planned(words), size=11)
+    long = search_body(plan_for(words), size=11)
     assert leaves(long["query"]) <= MAX_LEAVES
-    assert len([t for t in _terms(long) if "text.tri" in t]) < 12 * 31
+    assert _text_trigrams(long) < 12 * 31
 
 
 def test_leaves_count_every_term_and_every_word_of_a_text_query() -> None:
@@ -445,5 +436,5 @@ def test_leaves_count_every_term_and_every_word_of_a_text_query() -> None:
 def test_a_query_of_too_many_identifier_parts_is_invalid_not_a_failed_search() -> None:
     idents = " ".join("_".join(f"part{i}{j}x" for j in range(6)) for i in range(20))
     with pytest.raises(SessionQueryError) as caught:
-        search_body(_planned(idents), size=11)
+        search_body(plan_for(idents), size=11)
     assert caught.value.code == "SESSION_QUERY_INVALID_QUERY"
