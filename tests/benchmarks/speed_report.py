@@ -121,7 +121,9 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "byte-identical records, the same pydantic validation and encoding on the caller's thread), "
         "min(entries, 100,000) events of ~300 B, 4 partitions; ev/s until every record is acknowledged; "
         "and `run_kafka_python` (kafka-python alone with the appender's producer settings, pre-encoded "
-        "records, one callback each: the most any appender on kafka-python can reach).",
+        "records, one callback each: the most any appender on kafka-python can reach). Each side is timed "
+        "with the generated records frozen out of the garbage collector's reach (`gc.freeze`), so that "
+        "no side pays for walking the harness's input in its full collections.",
         "- **Indexer**: `bench_pipeline.throughput` (the corpus produced to a fresh topic, indexed end to "
         "end by the worker, vs the same documents through `parallel_bulk` with 2 threads; with the CPU "
         "each side took, when the result has it); worker scaling when `bench_pipeline` offers `workers`.",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+
 from sessionlog.ingest.live import LiveLog
-from sessionlog.ingest.wire import EventRecord, parse_record
+from sessionlog.ingest.wire import EventRecord, encode_record, parse_record
 
 
 def ev(session: str, seq: int) -> EventRecord:
@@ -82,3 +84,40 @@ def test_the_oldest_is_the_lowest_seq_whatever_the_order_of_appends() -> None:
     assert [e.seq for e in live.live_events("b")] == [10, 15, 20]
     live.add(ev("b", 1))
     assert [e.seq for e in live.live_events("b")] == [10, 15, 20]  # the new one was the oldest
+
+
+def test_kept_events_are_bytes_the_garbage_collector_does_not_track() -> None:
+    """An appending process that nobody searches holds ``max_total`` events: as models they made
+    every full collection walk seven objects each; kept encoded, they add nothing to walk."""
+    live = LiveLog(max_per_session=10_000)
+    live.add(ev("a", 0))
+    gc.collect()
+    before = len(gc.get_objects())
+    for seq in range(1, 4_000):
+        live.add(ev("a", seq))
+    live.acknowledged_many(("a", seq, 0, seq) for seq in range(4_000))
+    gc.collect()
+    assert len(gc.get_objects()) - before < 100  # as models: ~7 per event, 28,000
+    assert len(live) == 4_000
+
+
+def test_reading_decodes_each_event_once_and_keeps_its_position() -> None:
+    live = LiveLog()
+    records = [ev("a", seq) for seq in range(3)]
+    for record in records:
+        live.add(record, encode_record(record))
+    live.acknowledged("a", 1, 3, 41)
+    first = live.live_events("a")
+    assert first == records
+    again = live.live_events("a")
+    assert all(a is b for a, b in zip(first, again, strict=True))  # decoded once, then kept
+    entries = live.live_entries("a")
+    assert [(e.record, e.partition, e.offset) for e in entries] == [
+        (records[0], None, None),
+        (records[1], 3, 41),
+        (records[2], None, None),
+    ]
+    live.acknowledged("a", 2, 3, 42)  # after a read: the decoded record stays, the position moves
+    assert live.live_entries("a")[2].offset == 42 and live.live_events("a")[2] is first[2]
+    assert live.release_through(3, 42) == 2
+    assert live.live_events("a") == records[:1]

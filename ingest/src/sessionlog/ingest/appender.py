@@ -227,7 +227,7 @@ class Appender(LiveTail, Intake):
         assert isinstance(item.handle, AppendHandle)
         record = item.handle.record
         if isinstance(record, EventRecord):
-            self.live.add(record)
+            self.live.add(record, item.value)
         else:
             self._remember_header(record)
 

@@ -6,6 +6,12 @@ searchability watermark (or :meth:`LiveLog.release_session_through` with a per-s
 drops what the index now shows. Bounded: at most ``max_per_session`` entries per session (the
 oldest go first) and ``max_total`` in all (the least recently appended sessions lose their oldest
 entries first); a session that lost entries this way reports :meth:`LiveLog.truncated`.
+
+An entry is kept as its encoded bytes and decoded when it is read. A process that only appends never
+reads its live view, and without a watermark to release them it holds ``max_total`` events: as
+models (each with its nested models, dicts and sets, about seven objects the garbage collector
+tracks) every full collection walked them all, ~90 ms each and a quarter of the appender's CPU in
+``tests/benchmarks/bench_append.py``. A tuple of bytes and integers is not tracked at all.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sessionlog.ingest.wire import EventRecord, HeaderRecord
+from sessionlog.ingest.wire import EventRecord, HeaderRecord, decode_record, encode_record
 
 __all__ = ["LiveEntry", "LiveLog", "LiveTail"]
 
@@ -32,18 +38,22 @@ class LiveEntry:
     offset: int | None = None
 
 
+#: One kept event: its encoded record, then its partition and offset once acknowledged, then the
+#: decoded record once something read it (reads keep it, so a view that is searched decodes once).
+_Kept = tuple[bytes, int | None, int | None, EventRecord | None]
+
+
 class _Session:
     __slots__ = ("ascending", "entries")
 
     def __init__(self) -> None:
-        self.entries: dict[int, LiveEntry] = {}
+        self.entries: dict[int, _Kept] = {}
         # Whether ``entries`` was filled in increasing seq order (a writer's usual order): then its
         # first key is its lowest seq, and dropping the oldest costs O(1) instead of a scan.
         self.ascending = True
 
-    def put(self, entry: LiveEntry) -> bool:
+    def put(self, seq: int, entry: _Kept) -> bool:
         """Keep ``entry`` (replacing one with the same seq); whether it is a new seq."""
-        seq = entry.record.seq
         new = seq not in self.entries
         if new and self.entries and self.ascending and seq < next(reversed(self.entries)):
             self.ascending = False
@@ -70,17 +80,20 @@ class LiveLog:
     def __len__(self) -> int:
         return self._total
 
-    def add(self, record: EventRecord) -> None:
-        """Keep ``record`` until a watermark passes it (replaces an entry with the same seq)."""
+    def add(self, record: EventRecord, encoded: bytes | None = None) -> None:
+        """Keep ``record`` until a watermark passes it (replaces an entry with the same seq);
+        ``encoded``: its bytes (:func:`~sessionlog.ingest.wire.encode_record`) when the caller has
+        them."""
         if self.max_per_session <= 0 or self.max_total <= 0:
             return
+        kept: _Kept = (encode_record(record) if encoded is None else encoded, None, None, None)
         with self._lock:
             session = self._sessions.get(record.session_id)
             if session is None:
                 session = self._sessions[record.session_id] = _Session()
             else:
                 self._sessions.move_to_end(record.session_id)
-            if session.put(LiveEntry(record)):
+            if session.put(record.seq, kept):
                 self._total += 1
             while len(session.entries) > self.max_per_session:
                 self._drop_oldest(record.session_id, session)
@@ -111,10 +124,10 @@ class LiveLog:
             sessions, by_partition = self._sessions, self._by_partition
             for session_id, seq, partition, offset in acks:
                 session = sessions.get(session_id)
-                entry = session.entries.get(seq) if session else None
-                if entry is None:
+                entry = session.entries.get(seq) if session is not None else None
+                if session is None or entry is None:
                     continue
-                entry.partition, entry.offset = partition, offset
+                session.entries[seq] = (entry[0], partition, offset, entry[3])
                 queue = by_partition.get(partition)
                 if queue is None:
                     queue = by_partition[partition] = deque()
@@ -142,12 +155,7 @@ class LiveLog:
                 self._indexed -= 1
                 session = self._sessions.get(session_id)
                 entry = session.entries.get(seq) if session else None
-                if (
-                    session is not None
-                    and entry is not None
-                    and entry.partition == partition
-                    and entry.offset == at
-                ):
+                if session is not None and entry is not None and entry[1] == partition and entry[2] == at:
                     del session.entries[seq]
                     self._total -= 1
                     released += 1
@@ -176,7 +184,7 @@ class LiveLog:
                 for item in queue
                 if (s := self._sessions.get(item[1])) is not None
                 and (e := s.entries.get(item[2])) is not None
-                and e.offset == item[0]
+                and e[2] == item[0]
             )
             self._by_partition[partition] = kept
         self._indexed = sum(len(q) for q in self._by_partition.values())
@@ -192,7 +200,7 @@ class LiveLog:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
-            return [session.entries[seq].record for seq in sorted(session.entries)]
+            return [self._read(session, seq) for seq in sorted(session.entries)]
 
     def live_entries(self, session_id: str) -> list[LiveEntry]:
         """Like :meth:`live_events` with each event's position (None until acknowledged)."""
@@ -200,10 +208,22 @@ class LiveLog:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
-            return [
-                LiveEntry(e.record, e.partition, e.offset)
-                for e in (session.entries[seq] for seq in sorted(session.entries))
-            ]
+            out = []
+            for seq in sorted(session.entries):
+                record = self._read(session, seq)
+                _, partition, offset, _ = session.entries[seq]
+                out.append(LiveEntry(record, partition, offset))
+            return out
+
+    @staticmethod
+    def _read(session: _Session, seq: int) -> EventRecord:
+        encoded, partition, offset, record = session.entries[seq]
+        if record is None:
+            decoded = decode_record(encoded)
+            assert isinstance(decoded, EventRecord)  # only events are added
+            record = decoded
+            session.entries[seq] = (encoded, partition, offset, record)
+        return record
 
     def truncated(self, session_id: str) -> bool:
         """Whether the caps dropped entries of ``session_id`` before a watermark released them."""

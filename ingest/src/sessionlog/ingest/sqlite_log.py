@@ -288,21 +288,21 @@ class SQLiteEntryLog(LiveTail):
         offsets = self._insert([(sid, key, value, now) for sid, key, value in rows])
         handles = []
         acks = []
-        for record, offset in zip(parsed, offsets, strict=True):
+        for record, (_, _, value), offset in zip(parsed, rows, offsets, strict=True):
             handles.append(AppendHandle(record, Position(0, offset)))
             if isinstance(record, HeaderRecord):
                 self._remember_header(record)
             else:
-                self._remember(record)
+                self._remember(record, value)
                 acks.append((record.session_id, record.seq, 0, offset))
         self.live.acknowledged_many(acks)
         return handles
 
-    def _remember(self, record: EventRecord) -> None:
-        """Keep a committed event in the live view until the indexer's position passes it (the
-        caller records its offset), and its seq for :meth:`session`."""
+    def _remember(self, record: EventRecord, encoded: bytes) -> None:
+        """Keep a committed event (and its bytes) in the live view until the indexer's position
+        passes it (the caller records its offset), and its seq for :meth:`session`."""
         sid = record.session_id
-        self.live.add(record)
+        self.live.add(record, encoded)
         if record.seq > self._last_seqs.get(sid, -1):
             self._last_seqs[sid] = record.seq
             if len(self._last_seqs) > _LAST_SEQS_MAX:
