@@ -200,7 +200,7 @@ class LiveLog:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
-            return [self._read(session, seq) for seq in sorted(session.entries)]
+            return [self._decoded(session, seq)[3] for seq in sorted(session.entries)]
 
     def live_entries(self, session_id: str) -> list[LiveEntry]:
         """Like :meth:`live_events` with each event's position (None until acknowledged)."""
@@ -208,22 +208,23 @@ class LiveLog:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
-            out = []
-            for seq in sorted(session.entries):
-                record = self._read(session, seq)
-                _, partition, offset, _ = session.entries[seq]
-                out.append(LiveEntry(record, partition, offset))
-            return out
+            return [
+                LiveEntry(record, partition, offset)
+                for _, partition, offset, record in (
+                    self._decoded(session, seq) for seq in sorted(session.entries)
+                )
+            ]
 
     @staticmethod
-    def _read(session: _Session, seq: int) -> EventRecord:
+    def _decoded(session: _Session, seq: int) -> tuple[bytes, int | None, int | None, EventRecord]:
+        """The kept event of ``seq`` with its record decoded (and kept decoded from now on)."""
         encoded, partition, offset, record = session.entries[seq]
         if record is None:
             decoded = decode_record(encoded)
             assert isinstance(decoded, EventRecord)  # only events are added
             record = decoded
             session.entries[seq] = (encoded, partition, offset, record)
-        return record
+        return encoded, partition, offset, record
 
     def truncated(self, session_id: str) -> bool:
         """Whether the caps dropped entries of ``session_id`` before a watermark released them."""
