@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionlog.indexer.document import events_template_body
 from sessionlog.indexer.textfold import (
     CJK_RANGES,
     IDENT_RE,
@@ -178,14 +177,6 @@ def _index_tokens(text: str) -> list[str]:
     if current:
         tokens.append("".join(current))
     return tokens
-
-
-def test_the_index_tokenizer_is_the_one_emulated_here() -> None:
-    tokenizer = events_template_body("t")["template"]["settings"]["analysis"]["tokenizer"]["sl_words"]
-    word = "[\\p{L}\\p{N}\\p{M}&&[%s]]"
-    ranges = "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" if a != b else f"\\x{{{a:X}}}" for a, b in CJK_RANGES)
-    pattern = f"{word % ranges}++|{word % ('^' + ranges)}++"
-    assert tokenizer == {"type": "pattern", "pattern": pattern, "group": 0}
 
 
 # Letters, digits, punctuation, symbols and separators of many scripts; no combining marks (see below).

@@ -2,7 +2,7 @@
 
 This is the one schema the query side imports. Pure data and pure functions; no I/O.
 
-Text is analysed three ways (see ``_ANALYSIS``):
+Text is analysed several ways (see :mod:`sessionlog.indexer.os_analysis`):
 
 * ``text`` — words split on anything that is not a letter, digit or mark, lower-cased and
   ASCII-folded (``Đơn`` → ``don``): the folded field, and the one fuzzy queries run on;
@@ -26,7 +26,7 @@ import hashlib
 from typing import Any, Final, Literal
 
 from sessionlog.indexer.fold import CALL_ID_ATTR, FoldEvent
-from sessionlog.indexer.textfold import CJK_RANGES
+from sessionlog.indexer.os_analysis import analysis_settings
 from sessionlog.ingest.wire import EventRecord, HeaderRecord, ReplaceOp, encode_record
 
 __all__ = [
@@ -66,93 +66,6 @@ def sessions_alias(prefix: str) -> str:
 
 def watermarks_index(prefix: str) -> str:
     return f"{prefix}-watermarks"
-
-
-def _java_class(ranges: tuple[tuple[int, int], ...]) -> str:
-    return "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" if a != b else f"\\x{{{a:X}}}" for a, b in ranges)
-
-
-_CJK: Final = _java_class(CJK_RANGES)
-#: A letter, digit or mark that is not CJK (Java regex class intersection).
-_W: Final = f"[\\p{{L}}\\p{{N}}\\p{{M}}&&[^{_CJK}]]"
-_C: Final = f"[\\p{{L}}\\p{{N}}\\p{{M}}&&[{_CJK}]]"
-
-_ANALYSIS: Final[dict[str, Any]] = {
-    "tokenizer": {
-        # Runs of CJK characters, or of other letters, digits and marks (textfold.WORD_RE).
-        "sl_words": {"type": "pattern", "pattern": f"{_C}++|{_W}++", "group": 0},
-        # Identifiers: words joined by _ . - : (textfold.IDENT_RE); anchored at a word start so a
-        # 1 MiB token costs one pass.
-        "sl_idents": {
-            "type": "pattern",
-            "pattern": f"(?<!{_W}){_W}++(?:[_.:\\-]{_W}++)+",
-            "group": 0,
-        },
-    },
-    "filter": {
-        # Lucene refuses a term over 32,766 bytes ("immense term"): a 1 MiB hex blob in a tool
-        # output must not make its entry unindexable. The full text stays in _source.
-        "sl_truncate": {"type": "truncate", "length": 256},
-        "sl_fold": {"type": "asciifolding", "preserve_original": False},
-        "sl_trigram": {"type": "ngram", "min_gram": 3, "max_gram": 3},
-        "sl_cjk_only": {"type": "keep_types", "types": ["<DOUBLE>", "<SINGLE>"]},
-        # Words with digits become "skeleton|letters" (python3 → a3|python, textfold.mixed_key), so
-        # a fuzzy query with the skeleton as its exact prefix tolerates typos in the letters only.
-        # Words without digits, or without anything else, are dropped (emptied, then removed).
-        "sl_mixed_no_digit": {"type": "pattern_replace", "pattern": "^\\P{Nd}*$", "replacement": ""},
-        "sl_mixed_all_digits": {"type": "pattern_replace", "pattern": "^\\p{Nd}*$", "replacement": ""},
-        "sl_non_empty": {"type": "length", "min": 1},
-        "sl_mixed_twice": {"type": "pattern_replace", "pattern": "^(.*)$", "replacement": "$1|$1"},
-        "sl_mixed_skeleton": {
-            "type": "pattern_replace",
-            "pattern": "[^\\p{Nd}|]+(?=.*\\|)",
-            "replacement": "a",
-        },
-        "sl_mixed_letters": {"type": "pattern_replace", "pattern": "\\p{Nd}+(?!.*\\|)", "replacement": ""},
-    },
-    "analyzer": {
-        "sl_folded": {
-            "type": "custom",
-            "tokenizer": "sl_words",
-            "filter": ["sl_truncate", "cjk_width", "lowercase", "sl_fold"],
-        },
-        "sl_exact": {
-            "type": "custom",
-            "tokenizer": "sl_words",
-            "filter": ["sl_truncate", "cjk_width", "lowercase"],
-        },
-        "sl_trigram": {
-            "type": "custom",
-            "tokenizer": "sl_words",
-            "filter": ["sl_truncate", "cjk_width", "lowercase", "sl_fold", "sl_trigram"],
-        },
-        "sl_ident": {
-            "type": "custom",
-            "tokenizer": "sl_idents",
-            "filter": ["sl_truncate", "lowercase", "sl_fold"],
-        },
-        "sl_cjk": {
-            "type": "custom",
-            "tokenizer": "standard",
-            "filter": ["cjk_width", "lowercase", "cjk_bigram", "sl_cjk_only"],
-        },
-        "sl_mixed": {
-            "type": "custom",
-            "tokenizer": "sl_words",
-            "filter": [
-                "sl_truncate",
-                "lowercase",
-                "sl_fold",
-                "sl_mixed_no_digit",
-                "sl_mixed_all_digits",
-                "sl_non_empty",
-                "sl_mixed_twice",
-                "sl_mixed_skeleton",
-                "sl_mixed_letters",
-            ],
-        },
-    },
-}
 
 
 def _analysed_text(*, message: bool) -> dict[str, Any]:
@@ -229,7 +142,7 @@ def _index_settings(shards: int, replicas: int) -> dict[str, Any]:
         "refresh_interval": PERIODIC_REFRESH,
         # Tool outputs may be 1 MiB; highlighting must not refuse them.
         "highlight": {"max_analyzed_offset": 2_000_000},
-        "analysis": _ANALYSIS,
+        "analysis": analysis_settings(),
     }
 
 
@@ -281,7 +194,7 @@ def sessions_index_body(shards: int = 1, replicas: int = 0) -> dict[str, Any]:
             "number_of_shards": shards,
             "number_of_replicas": replicas,
             "refresh_interval": PERIODIC_REFRESH,
-            "analysis": _ANALYSIS,
+            "analysis": analysis_settings(),
         },
         "mappings": {"dynamic": "strict", "_routing": {"required": True}, "properties": _SESSION_PROPERTIES},
     }

@@ -23,9 +23,13 @@ __all__ = [
     "ident_tokens",
     "is_cjk",
     "mixed_key",
+    "word_class_ranges",
     "word_tokens",
     "words",
 ]
+
+#: Inclusive code point ranges.
+Ranges = tuple[tuple[int, int], ...]
 
 
 def _mark_class() -> str:
@@ -79,6 +83,34 @@ IDENT_RE: Final = re.compile(f"(?<!{_W}){_W}+(?:[_.:\\-]{_W}+)+", re.UNICODE)
 #: What a query is split into: identifiers whole, else words.
 QUERY_TOKEN_RE: Final = re.compile(f"{_W}+(?:[_.:\\-]{_W}+)*|{_C}+", re.UNICODE)
 _CJK_RE: Final = re.compile(f"{_C}+")
+
+
+@lru_cache(maxsize=1)
+def word_class_ranges() -> tuple[Ranges, Ranges, Ranges]:
+    """The code points of the classes :data:`WORD_RE` and :data:`IDENT_RE` are made of: a word
+    character that is not CJK, a CJK one, and those a run of the first kind can start with (a few
+    combining marks are of both kinds, and ``WORD_RE`` tries a CJK run first).
+
+    The OpenSearch tokenizers are built from them (:mod:`sessionlog.indexer.os_analysis`), so the
+    index splits text exactly as this module does, with this Python's Unicode database. Read off
+    the patterns themselves over every code point: about half a second, once per process."""
+    every = "".join(map(chr, range(0x110000)))
+
+    def runs(char_class: str) -> Ranges:
+        return tuple((m.start(), m.end() - 1) for m in re.finditer(f"(?:{char_class})+", every))
+
+    word, cjk = runs(_W), runs(_C)
+    in_cjk = bytearray(0x110000)
+    for first, last in cjk:
+        in_cjk[first : last + 1] = b"\x01" * (last - first + 1)
+    word_start = tuple(
+        (first + m.start(), first + m.end() - 1)
+        for first, last in word
+        for m in re.finditer(rb"\x00+", in_cjk[first : last + 1])
+    )
+    return word, cjk, word_start
+
+
 # Over ASCII text (no marks, no CJK there) the words are the runs of letters and digits, which
 # ``str.split`` finds once every other character is a space, and the identifiers this pattern: ten
 # times faster than the Unicode classes above.

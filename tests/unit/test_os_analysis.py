@@ -1,0 +1,128 @@
+"""The index's tokenizers split text as ``textfold`` does: their automata's character classes,
+read back from the settings sent to OpenSearch and run here with the longest-match rule of Lucene's
+``simple_pattern`` tokenizer, give ``WORD_RE`` and ``IDENT_RE``'s tokens on any text. The real
+server is checked against the same functions in ``tests/integration/test_os_analysis.py``."""
+
+from __future__ import annotations
+
+import unicodedata
+from bisect import bisect_right
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessionlog.indexer.document import events_template_body, sessions_index_body
+from sessionlog.indexer.os_analysis import analysis_settings
+from sessionlog.indexer.textfold import CJK_RANGES, ident_tokens, word_tokens
+
+_JOINERS = "_.:-"
+
+
+class _Class:
+    """A character class of the form ``_lucene_class`` writes: ``[a-zé...]``."""
+
+    def __init__(self, text: str) -> None:
+        assert text[0] == "[" and text[-1] == "]"
+        body, starts, ends, i = text[1:-1], [], [], 0
+        while i < len(body):
+            if i + 2 < len(body) and body[i + 1] == "-":
+                starts.append(ord(body[i]))
+                ends.append(ord(body[i + 2]))
+                i += 3
+            else:
+                starts.append(ord(body[i]))
+                ends.append(ord(body[i]))
+                i += 1
+        assert starts == sorted(starts)
+        self.starts, self.ends = starts, ends
+
+    def __contains__(self, ch: str) -> bool:
+        at = bisect_right(self.starts, ord(ch)) - 1
+        return at >= 0 and ord(ch) <= self.ends[at]
+
+
+def _classes() -> tuple[_Class, _Class, _Class]:
+    tokenizers = analysis_settings()["tokenizer"]
+    words, idents = tokenizers["sl_words"], tokenizers["sl_idents"]
+    assert words["type"] == idents["type"] == "simple_pattern"
+    cjk, rest = words["pattern"].split("+|", 1)
+    start, word = rest[: rest.index("][") + 1], rest[rest.index("][") + 1 : -1]
+    assert idents["pattern"] == f"{word}+([_.:\\-]{word}+)*"
+    assert rest.endswith("]*")
+    return _Class(cjk), _Class(start), _Class(word)
+
+
+CJK, START, WORD = _classes()
+
+
+def _run(text: str, i: int, cls: _Class) -> int:
+    while i < len(text) and text[i] in cls:
+        i += 1
+    return i
+
+
+def _automaton_words(text: str) -> list[str]:
+    """``[cjk]+|[start][word]*``, longest match at each position, else one character on."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] in CJK:
+            end = _run(text, i, CJK)
+        elif text[i] in START:
+            end = _run(text, i + 1, WORD)
+        else:
+            i += 1
+            continue
+        out.append(text[i:end])
+        i = end
+    return out
+
+
+def _automaton_idents(text: str) -> list[str]:
+    """``[word]+([_.:-][word]+)*`` as above, then the ``sl_joined`` filter (a joiner kept)."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] not in WORD:
+            i += 1
+            continue
+        end = _run(text, i, WORD)
+        while end + 1 < len(text) and text[end] in _JOINERS and text[end + 1] in WORD:
+            end = _run(text, end + 1, WORD)
+        token, i = text[i:end], end
+        if any(j in token for j in _JOINERS):
+            out.append(token)
+    return out
+
+
+# Combining marks (also those inside the CJK ranges: U+3099), CJK of every range, other scripts,
+# digits of other scripts, joiners, emoji, a supplementary-plane ideograph, format characters.
+_TRICKY = "aZé\u0301\u0300\u3099\u302a漢かカ가\u1100ᄀ𠀀ǅ٣Ⅻ½²ߐ\u0915\u093f_.:- \t\n😀\u200d\ufeffx1"
+_TEXT = st.text(alphabet=st.sampled_from(_TRICKY) | st.characters(exclude_categories=["Cs"]), max_size=60)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TEXT)
+def test_the_index_tokenizers_split_like_textfold(text: str) -> None:
+    assert _automaton_words(text) == word_tokens(text)
+    assert _automaton_idents(text) == ident_tokens(text)
+
+
+def test_every_code_point_is_classed_like_textfold() -> None:
+    for cp in range(0x110000):
+        ch = chr(cp)
+        cjk = any(a <= cp <= b for a, b in CJK_RANGES)
+        wordlike = ch.isalnum() or unicodedata.category(ch).startswith("M")
+        assert (ch in WORD) == (wordlike and (not cjk or unicodedata.category(ch).startswith("M"))), hex(cp)
+        assert (ch in CJK) == (wordlike and cjk), hex(cp)
+        assert (ch in START) == (ch in WORD and ch not in CJK), hex(cp)
+
+
+def test_both_indices_carry_the_same_analysis() -> None:
+    events = events_template_body("t")["template"]["settings"]["analysis"]
+    assert events == sessions_index_body()["settings"]["analysis"] == analysis_settings()
+    events["tokenizer"].clear()
+    assert analysis_settings()["tokenizer"], "each call is a fresh copy"
+
+
+def test_identifier_filter_runs_before_the_truncation() -> None:
+    filters = analysis_settings()["analyzer"]["sl_ident"]["filter"]
+    assert filters.index("sl_joined") < filters.index("sl_truncate")
