@@ -1,7 +1,7 @@
 """The index's tokenizers split text as ``textfold`` does: their automata's character classes,
 read back from the settings sent to OpenSearch and run here with the longest-match rule of Lucene's
 ``simple_pattern`` tokenizer, give ``WORD_RE`` and ``IDENT_RE``'s tokens on any text. The real
-server is checked against the same functions in ``tests/integration/test_os_analysis.py``."""
+server is checked against the same functions in ``tests/integration/test_os_tokenizers_live.py``."""
 
 from __future__ import annotations
 
