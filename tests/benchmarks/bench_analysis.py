@@ -23,6 +23,7 @@ import copy
 import json
 import time
 import uuid
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,10 +76,11 @@ def _index_body(analysis_name: str) -> dict[str, Any]:
     return {"settings": settings, "mappings": mappings}
 
 
-def bodies(entries: int, seed: int = 7, per_request: int = 2000) -> tuple[int, list[bytes]]:
-    """The corpus's event documents as ``_bulk`` bodies (index actions, routed by session)."""
+def bodies(rows: Iterable[dict[str, Any]], per_request: int = 2000) -> tuple[int, list[bytes]]:
+    """The event documents of ``rows`` (wire records) as ``_bulk`` bodies: index actions, routed by
+    session, projected as the indexer projects them."""
     lines: list[bytes] = []
-    for row in Corpus(CorpusConfig(entries=entries, seed=seed)).records():
+    for row in rows:
         record = parse_record(row)
         if isinstance(record, EventRecord):
             action = {"index": {"_id": record.doc_id, "routing": record.session_id}}
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analyses", default=",".join(ANALYSES))
     args = parser.parse_args(argv)
     names = args.analyses.split(",")
-    events, payload = bodies(args.entries)
+    events, payload = bodies(Corpus(CorpusConfig(entries=args.entries, seed=7)).records())
     print(f"{events:,} event documents in {len(payload)} requests", flush=True)
     view = OpenSearchView(
         OpenSearchSettings().model_copy(update={"index_prefix": f"bench-an-{uuid.uuid4().hex[:8]}"})

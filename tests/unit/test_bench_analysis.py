@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from tests.benchmarks.bench_analysis import _index_body, bodies
 
@@ -29,11 +31,34 @@ def test_the_floor_has_no_subfields() -> None:
 
 
 def test_bodies_are_routed_index_actions() -> None:
-    events, payload = bodies(300, per_request=100)
+    rows: list[dict[str, Any]] = [
+        {
+            "v": 1,
+            "kind": "header",
+            "workspace_id": "w",
+            "session_id": "s",
+            "created_at": "2026-12-05T08:00:00+00:00",
+        }
+    ]
+    rows += [
+        {
+            "v": 1,
+            "kind": "event",
+            "workspace_id": "w",
+            "session_id": "s",
+            "seq": seq,
+            "type": "user/message",
+            "time": "2026-12-05T08:00:00+00:00",
+            "text": f"entry {seq}",
+            "surface": {"op": "append"},
+        }
+        for seq in range(250)
+    ]
+    events, payload = bodies(rows, per_request=100)
     lines = b"".join(payload).splitlines()
-    assert len(lines) == 2 * events and len(payload) == -(-events // 100)
-    action = orjson.loads(lines[0])["index"]
-    assert action["_id"].startswith(action["routing"] + ":")
+    assert events == 250 and len(lines) == 2 * events and len(payload) == 3
+    assert orjson.loads(lines[0])["index"] == {"_id": "s:0", "routing": "s"}
+    assert orjson.loads(lines[1])["text"] == "entry 0"
 
 
 def test_the_floor_leaves_the_products_mapping_alone() -> None:
