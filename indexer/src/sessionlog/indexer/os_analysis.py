@@ -7,16 +7,16 @@ patterns as automata, one step per character. Their character classes are the co
 ``textfold``'s own patterns match (:func:`~sessionlog.indexer.textfold.word_class_ranges`).
 
 Java ``pattern`` tokenizers with Unicode property classes (``[\\p{L}\\p{N}\\p{M}&&[...]]``) did the
-same split before; they took 40 % of OpenSearch's CPU to index the benchmark corpus (37.5 against
-22 CPU s for 272,000 entries, docs/benchmarks.md). Indices made with them split text the same way,
+same split before; they took 47 % of OpenSearch's CPU to index the benchmark corpus (about 40
+against 21 CPU s for 272,000 entries, docs/benchmarks.md). Indices made with them split text the same way,
 but for a few combining marks inside the CJK ranges, so they are searched as they are.
 
 Code points this Python's Unicode database does not know (category ``Cn``) between two ranges of
 a class join them, so the automata have 273 ranges instead of 757 (a character assigned later
 inside a script's blocks is a letter of it far more often than not). Lucene builds each analyzer's
-matcher by stepping every state through every range boundary, so this makes creating or opening an
-index about 0.1 s instead of 0.7 s, and a thread's first use of an analyzer cheaper alike. Every
-character the database knows is classed as ``textfold`` classes it.
+matcher by stepping every state through every range boundary, so this makes creating or opening
+an index take about 0.18 s instead of 0.73 s, and a thread's first use of an analyzer 18 ms
+instead of 70. Every character the database knows is classed as ``textfold`` classes it.
 """
 
 from __future__ import annotations
