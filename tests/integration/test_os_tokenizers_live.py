@@ -9,17 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from tests.contracts.token_texts import TOKEN_TEXTS
 
 from sessionlog.indexer import OpenSearchSettings, OpenSearchView
 from sessionlog.indexer.document import events_alias
 from sessionlog.indexer.os_analysis import analysis_settings
 from sessionlog.indexer.textfold import ident_tokens, word_tokens
-
-_TRICKY = "aZé\u0301\u0300\u3099\u302a漢かカ가\u1100ᄀ𠀀ǅ٣Ⅻ½²ߐ\u0915\u093f_.:- \t\n😀\u200d\ufeffx1"
-# Characters Python's Unicode database knows (unassigned ones may join a word on the server).
-_KNOWN = st.characters(exclude_categories=["Cs", "Cn"])
-_TEXT = st.text(alphabet=st.sampled_from(_TRICKY) | _KNOWN, max_size=60)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +53,7 @@ def _analyze(view: OpenSearchView, text: str, analyzer: str, index: str | None =
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=_TEXT)
+@given(text=TOKEN_TEXTS)
 def test_the_servers_words_and_identifiers_are_textfolds(view: OpenSearchView, text: str) -> None:
     assert _analyze(view, text, "t_words", _tokens(view)) == word_tokens(text)
     assert _analyze(view, text, "t_idents", _tokens(view)) == ident_tokens(text)

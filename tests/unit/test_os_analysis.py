@@ -9,7 +9,7 @@ import unicodedata
 from bisect import bisect_right
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from tests.contracts.token_texts import TOKEN_TEXTS
 
 from sessionlog.indexer.document import events_template_body, sessions_index_body
 from sessionlog.indexer.os_analysis import analysis_settings
@@ -93,16 +93,8 @@ def _automaton_idents(text: str) -> list[str]:
     return out
 
 
-# Combining marks (also those inside the CJK ranges: U+3099), CJK of every range, other scripts,
-# digits of other scripts, joiners, emoji, a supplementary-plane ideograph, format characters.
-_TRICKY = "aZé\u0301\u0300\u3099\u302a漢かカ가\u1100ᄀ𠀀ǅ٣Ⅻ½²ߐ\u0915\u093f_.:- \t\n😀\u200d\ufeffx1"
-_TEXT = st.text(
-    alphabet=st.sampled_from(_TRICKY) | st.characters(exclude_categories=["Cs", "Cn"]), max_size=60
-)
-
-
 @settings(max_examples=600, deadline=None)
-@given(_TEXT)
+@given(TOKEN_TEXTS)
 def test_the_index_tokenizers_split_like_textfold(text: str) -> None:
     assert _automaton_words(text) == word_tokens(text)
     assert _automaton_idents(text) == ident_tokens(text)
