@@ -10,6 +10,13 @@ provider's own Python (plan, scoring, readings, excerpts, result models, cursor)
     python -m tests.benchmarks.bench_os_scan --entries 272000 --index-prefix P --keep
     python -m tests.benchmarks.profile_os_session --entries 272000 --index-prefix P --repeat 20
     python -m tests.benchmarks.profile_os_session --entries 272000 --index-prefix P --cprofile
+    python -m tests.benchmarks.profile_os_session --entries 272000 --index-prefix P --busy-between 7
+
+``--busy-between MS`` does that much other work between two searches (Python touching a 32 MiB
+buffer), as the speed run does when it asks the other systems in turn: the search then starts with
+cold caches. The first pass is also split by the number of requests a search made: one (a scan, or
+the index of a scope already known to be large) or two (a scan that found the scope too large, then
+the index).
 """
 
 from __future__ import annotations
@@ -67,6 +74,24 @@ class _Spans:
         setattr(owner, name, timed)
 
 
+_BUSY_BYTES = 32 * 2**20
+
+
+def _busy(ms: float, buffer: bytearray) -> None:
+    """Work for ``ms`` milliseconds (none when it is 0), in rounds of 256 writes, one per 4 KiB page
+    of ``buffer`` in turn."""
+    if ms <= 0:
+        return
+    end = time.perf_counter() + ms / 1000
+    i = 0
+    while True:
+        for _ in range(256):
+            buffer[i] = 1
+            i = (i + 4096) % len(buffer)
+        if time.perf_counter() >= end:
+            return
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=272_000)
@@ -78,14 +103,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--repeat", type=int, default=10, help="passes over the queries")
     parser.add_argument("--cprofile", action="store_true", help="print the top Python functions")
+    parser.add_argument("--busy-between", type=float, default=0.0, help="ms of other work between searches")
     args = parser.parse_args(argv)
+    buffer = bytearray(_BUSY_BYTES if args.busy_between > 0 else 1)
+    first_pass: dict[int, list[float]] = defaultdict(list)
     queries = session_queries(args.entries, args.seed, args.queries)
     providers: dict[str, OpenSearchProvider] = {}
     spans: _Spans | None = None
     rows: dict[str, list[float]] = defaultdict(list)
     profile = cProfile.Profile() if args.cprofile else None
     load = os.getloadavg()
-    for _ in range(args.repeat):
+    for pass_ in range(args.repeat):
         for sid, text in queries:
             provider = providers.get(sid)
             if provider is None:
@@ -95,6 +123,8 @@ def main(argv: list[str] | None = None) -> None:
             if spans is None:
                 spans = _Spans(provider.client)
             request = SessionQueryRequest(session_id=sid, query=text, limit=10)
+            if args.busy_between > 0:
+                _busy(args.busy_between, buffer)
             spans.ms.clear()
             t0 = time.perf_counter()
             if profile is not None:
@@ -113,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
             rows["encode"].append(ms["encode"])
             rows["provider"].append(total - ms["transport"])
             rows["requests"].append(ms["requests"])
+            if pass_ == 0:
+                first_pass[int(ms["requests"])].append(total)
     print(f"{len(rows['search'])} searches ({len(queries)} queries x {args.repeat}); load average", end="")
     print(" {:.1f} / {:.1f} / {:.1f} at start, ".format(*load), end="")
     print("{:.1f} / {:.1f} / {:.1f} at end".format(*os.getloadavg()))
@@ -120,6 +152,10 @@ def main(argv: list[str] | None = None) -> None:
         s = latency_summary(values)
         cells = "  ".join(f"{k} {s[k]:7.2f}" for k in ("p50", "p95", "p99", "mean"))
         print(f"  {name:10s} {cells}")
+    print("first pass, by requests per search:")
+    for requests, values in sorted(first_pass.items()):
+        s = latency_summary(values)
+        print(f"  {requests} request(s): {len(values)} searches, p50 {s['p50']:.2f} p95 {s['p95']:.2f} ms")
     if profile is not None:
         stats = pstats.Stats(profile)
         stats.sort_stats("tottime").print_stats(30)
