@@ -15,8 +15,8 @@ provider's own Python (plan, scoring, readings, excerpts, result models, cursor)
 ``--busy-between MS`` does that much other work between two searches (Python touching a 32 MiB
 buffer), as the speed run does when it asks the other systems in turn: the search then starts with
 cold caches. The first pass is also split by the number of requests a search made: one (a scan, or
-the index of a scope already known to be large) or two (a scan that found the scope too large, then
-the index).
+the index of a scope already known to be large), two (a scan that found the scope too large, then
+the index), or more (the same, then a second window of readings).
 """
 
 from __future__ import annotations
