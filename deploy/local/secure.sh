@@ -13,22 +13,22 @@
 # One principal per component (see docs/security.md for the permission table):
 #   Kafka (SCRAM):     sl-agent, sl-indexer, sl-operator, sl-admin (the broker's own, super user)
 #   OpenSearch:        sl-indexer, sl-query, sl-query-scoped (DLS: one workspace), sl-operator,
-#                      and the CN=sessionlog-admin client certificate (security admin)
+#                      and the CN=backscroll-admin client certificate (security admin)
 
 # The security plugin must match OpenSearch exactly (stack.sh pins OPENSEARCH_VERSION for it).
 readonly SECURITY_PLUGIN_VERSION=$OPENSEARCH_VERSION.0
-readonly SEC_CA_DAYS=${SESSIONLOG_STACK_CA_DAYS:-825}
-readonly SEC_CERT_DAYS=${SESSIONLOG_STACK_CERT_DAYS:-397}
+readonly SEC_CA_DAYS=${BACKSCROLL_STACK_CA_DAYS:-825}
+readonly SEC_CERT_DAYS=${BACKSCROLL_STACK_CERT_DAYS:-397}
 
 SEC_DIR=$STACK_DIR/secure
 SEC_TLS=$SEC_DIR/tls
 SEC_SECRETS=$SEC_DIR/secrets.env
 SEC_ENV=$SEC_DIR/env
 SEC_PLUGIN_ZIP=$CACHE_DIR/opensearch-security-$SECURITY_PLUGIN_VERSION.zip
-SEC_DLS_WORKSPACE=${SESSIONLOG_STACK_DLS_WORKSPACE:-workspace-a}
-SEC_TOPIC=${SESSIONLOG_STACK_TOPIC:-sessionlog.entries}
-SEC_GROUP=${SESSIONLOG_STACK_INDEXER_GROUP:-sessionlog-indexer}
-SEC_INDEX_PATTERN=${SESSIONLOG_STACK_INDEX_PATTERN:-sessionlog*}
+SEC_DLS_WORKSPACE=${BACKSCROLL_STACK_DLS_WORKSPACE:-workspace-a}
+SEC_TOPIC=${BACKSCROLL_STACK_TOPIC:-backscroll.entries}
+SEC_GROUP=${BACKSCROLL_STACK_INDEXER_GROUP:-backscroll-indexer}
+SEC_INDEX_PATTERN=${BACKSCROLL_STACK_INDEX_PATTERN:-backscroll*}
 readonly SEC_KAFKA_USERS=(sl-admin sl-agent sl-indexer sl-operator)
 readonly SEC_OS_USERS=(sl-indexer sl-query sl-query-scoped sl-operator)
 
@@ -91,19 +91,19 @@ sec_ensure_tls() {
         openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$SEC_TLS/ca.key" 2>/dev/null ||
             die "openssl genpkey failed for the CA"
         openssl req -x509 -new -key "$SEC_TLS/ca.key" -sha256 -days "$SEC_CA_DAYS" \
-            -subj "/CN=sessionlog local CA $(date -u +%Y%m%d%H%M%S)" \
+            -subj "/CN=backscroll local CA $(date -u +%Y%m%d%H%M%S)" \
             -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
             -out "$SEC_TLS/ca.pem" || die "openssl: CA certificate failed"
-        sec_cert kafka sessionlog-kafka serverAuth,clientAuth "$san"
-        sec_cert opensearch sessionlog-opensearch serverAuth,clientAuth "$san"
-        sec_cert admin sessionlog-admin clientAuth
+        sec_cert kafka backscroll-kafka serverAuth,clientAuth "$san"
+        sec_cert opensearch backscroll-opensearch serverAuth,clientAuth "$san"
+        sec_cert admin backscroll-admin clientAuth
         # Kafka's key and trust stores (PKCS12). Store passwords go through files, never argv.
         pw=$SEC_DIR/.storepass
         printf '%s' "$TLS_STORE_PASSWORD" >"$pw"
-        openssl pkcs12 -export -name sessionlog-kafka -inkey "$SEC_TLS/kafka.key" -in "$SEC_TLS/kafka.pem" \
+        openssl pkcs12 -export -name backscroll-kafka -inkey "$SEC_TLS/kafka.key" -in "$SEC_TLS/kafka.pem" \
             -certfile "$SEC_TLS/ca.pem" -passout "file:$pw" -out "$SEC_TLS/kafka.keystore.p12" ||
             die "openssl pkcs12 failed"
-        "$keytool" -importcert -noprompt -alias sessionlog-ca -file "$SEC_TLS/ca.pem" -storetype PKCS12 \
+        "$keytool" -importcert -noprompt -alias backscroll-ca -file "$SEC_TLS/ca.pem" -storetype PKCS12 \
             -keystore "$SEC_TLS/kafka.truststore.p12" -storepass:file "$pw" >/dev/null 2>&1 ||
             die "keytool -importcert failed"
         rm -f "$pw"
@@ -149,7 +149,7 @@ ssl.endpoint.identification.algorithm=https
 listener.name.controller.ssl.client.auth=required
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=false
-super.users=User:sl-admin;User:CN=sessionlog-kafka
+super.users=User:sl-admin;User:CN=backscroll-kafka
 log.dirs=$K_DATA
 num.partitions=4
 default.replication.factor=1
@@ -168,7 +168,7 @@ group.initial.rebalance.delay.ms=0
 EOF
     )
     cat >"$K_CONF/log4j2.properties" <<'EOF'
-# log4j2 config for the sessionlog local broker (stdout -> logs/broker.log)
+# log4j2 config for the backscroll local broker (stdout -> logs/broker.log)
 status = warn
 appender.out.type = Console
 appender.out.name = out
@@ -200,7 +200,7 @@ sec_format_argfile() {
 
 # ----------------------------------------------------------------------------- opensearch
 sec_install_plugin() {   # after install_opensearch_home: the security plugin, once per home
-    local marker=$O_HOME/.sessionlog-security
+    local marker=$O_HOME/.backscroll-security
     [[ -f $marker ]] && return 0
     local t0=$EPOCHREALTIME
     say "opensearch: installing opensearch-security $SECURITY_PLUGIN_VERSION"
@@ -230,8 +230,8 @@ plugins.security.ssl.http.pemkey_filepath: tls/opensearch.key
 plugins.security.ssl.http.pemtrustedcas_filepath: tls/ca.pem
 plugins.security.ssl.http.clientauth_mode: OPTIONAL
 plugins.security.allow_default_init_securityindex: true
-plugins.security.authcz.admin_dn: ["CN=sessionlog-admin"]
-plugins.security.nodes_dn: ["CN=sessionlog-opensearch"]
+plugins.security.authcz.admin_dn: ["CN=backscroll-admin"]
+plugins.security.nodes_dn: ["CN=backscroll-opensearch"]
 plugins.security.audit.type: noop
 plugins.security.system_indices.enabled: true
 plugins.security.restapi.roles_enabled: []
@@ -259,29 +259,29 @@ EOF
     local p=$SEC_INDEX_PATTERN
     cat >"$sc/roles.yml" <<EOF
 _meta: {type: "roles", config_version: 2}
-sessionlog_indexer:
-  description: "sessionlog indexer: create and write the sessionlog indices, nothing else"
+backscroll_indexer:
+  description: "backscroll indexer: create and write the backscroll indices, nothing else"
   cluster_permissions: [cluster_composite_ops, cluster_manage_index_templates, "cluster:monitor/health"]
   index_permissions:
     - index_patterns: ["$p"]
       allowed_actions: [crud, create_index, manage_aliases, "indices:admin/get", "indices:admin/exists",
                         "indices:admin/aliases/get", "indices:admin/refresh*", "indices:admin/mapping/put",
                         "indices:admin/mappings/get"]
-sessionlog_query:
-  description: "sessionlog query: read the sessionlog indices"
+backscroll_query:
+  description: "backscroll query: read the backscroll indices"
   cluster_permissions: [cluster_composite_ops_ro, "cluster:monitor/health"]
   index_permissions:
     - index_patterns: ["$p"]
       allowed_actions: [read, "indices:admin/aliases/get", "indices:admin/get", "indices:admin/exists"]
-sessionlog_query_scoped:
-  description: "sessionlog query limited to one workspace's documents (document-level security)"
+backscroll_query_scoped:
+  description: "backscroll query limited to one workspace's documents (document-level security)"
   cluster_permissions: [cluster_composite_ops_ro, "cluster:monitor/health"]
   index_permissions:
     - index_patterns: ["$p"]
       dls: '{"term": {"workspace_id": "$SEC_DLS_WORKSPACE"}}'
       allowed_actions: [read, "indices:admin/aliases/get", "indices:admin/get", "indices:admin/exists"]
-sessionlog_operator:
-  description: "sessionlog operator: forget, rebuild (new index versions, alias switch, delete old)"
+backscroll_operator:
+  description: "backscroll operator: forget, rebuild (new index versions, alias switch, delete old)"
   cluster_permissions: [cluster_composite_ops, cluster_manage_index_templates, "cluster:monitor/health"]
   index_permissions:
     - index_patterns: ["$p"]
@@ -289,10 +289,10 @@ sessionlog_operator:
 EOF
     cat >"$sc/roles_mapping.yml" <<'EOF'
 _meta: {type: "rolesmapping", config_version: 2}
-sessionlog_indexer: {users: [sl-indexer]}
-sessionlog_query: {users: [sl-query]}
-sessionlog_query_scoped: {users: [sl-query-scoped]}
-sessionlog_operator: {users: [sl-operator]}
+backscroll_indexer: {users: [sl-indexer]}
+backscroll_query: {users: [sl-query]}
+backscroll_query_scoped: {users: [sl-query-scoped]}
+backscroll_operator: {users: [sl-operator]}
 EOF
     if ((EUID == 0)); then
         chown -R "$OS_USER:$OS_USER" "$conf"
@@ -301,7 +301,7 @@ EOF
 
 # ----------------------------------------------------------------------------- provisioning
 sec_python() {
-    if [[ -n ${SESSIONLOG_PYTHON:-} ]]; then printf '%s' "$SESSIONLOG_PYTHON"; return; fi
+    if [[ -n ${BACKSCROLL_PYTHON:-} ]]; then printf '%s' "$BACKSCROLL_PYTHON"; return; fi
     local venv=$HERE/../../.venv/bin/python
     if [[ -x $venv ]]; then printf '%s' "$venv"; else command -v python3; fi
 }

@@ -1,7 +1,7 @@
 """Provision the secured local stack (called by ``stack.sh up --secure`` once both servers answer).
 
 Kafka (as the broker's own super user ``sl-admin``): the entries and dead-letter topics, and the
-ACLs of each component's principal. OpenSearch (through the ``CN=sessionlog-admin`` client
+ACLs of each component's principal. OpenSearch (through the ``CN=backscroll-admin`` client
 certificate): the internal users with their passwords (roles and role mappings come from the
 security plugin's yml files that stack.sh writes). Then one ``env/<component>.env`` per component
 with the client settings it needs. Idempotent: run on every secured ``up``.
@@ -37,9 +37,9 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 SEC_DIR = Path(os.environ["SEC_DIR"])
 TLS = SEC_DIR / "tls"
 KAFKA = os.environ["SEC_KAFKA"]
-TOPIC = os.environ.get("SEC_TOPIC", "sessionlog.entries")
+TOPIC = os.environ.get("SEC_TOPIC", "backscroll.entries")
 DLQ = f"{TOPIC}.dlq"
-GROUP = os.environ.get("SEC_GROUP", "sessionlog-indexer")
+GROUP = os.environ.get("SEC_GROUP", "backscroll-indexer")
 OPENSEARCH = os.environ.get("SEC_OPENSEARCH", "")
 
 LITERAL = ACLResourcePatternType.LITERAL
@@ -58,7 +58,7 @@ KAFKA_ACLS: dict[str, list[tuple[ResourceType, str, ACLResourcePatternType, list
     "sl-operator": [
         (ResourceType.TOPIC, TOPIC, LITERAL, [Op.READ, Op.WRITE, Op.DESCRIBE, Op.CREATE]),
         (ResourceType.TOPIC, DLQ, LITERAL, [Op.READ, Op.DESCRIBE, Op.CREATE]),
-        (ResourceType.GROUP, "sessionlog-", PREFIXED, [Op.READ]),
+        (ResourceType.GROUP, "backscroll-", PREFIXED, [Op.READ]),
     ],
 }
 
@@ -153,7 +153,7 @@ def provision_opensearch(secret: dict[str, str]) -> int:
     users = sorted({u for _, u in COMPONENTS.values() if u})
     deadline = time.monotonic() + 120
     for user in users:
-        body = {"password": secret[var("OPENSEARCH", user)], "description": "sessionlog component principal"}
+        body = {"password": secret[var("OPENSEARCH", user)], "description": "backscroll component principal"}
         while True:
             try:
                 os_request(context, "PUT", f"/_plugins/_security/api/internalusers/{user}", body)
@@ -173,27 +173,27 @@ def write_env_files(secret: dict[str, str]) -> None:
     env_dir.mkdir(mode=0o700, exist_ok=True)
     ca = TLS / "ca.pem"
     for component, (kafka_user, os_user) in COMPONENTS.items():
-        lines = [f"# sessionlog client settings of the {component} component (secured local stack)"]
-        lines.append("SESSIONLOG_BACKEND=kafka-opensearch")
+        lines = [f"# backscroll client settings of the {component} component (secured local stack)"]
+        lines.append("BACKSCROLL_BACKEND=kafka-opensearch")
         if kafka_user:
             lines += [
-                f"SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS={KAFKA}",
-                f"SESSIONLOG_KAFKA_TOPIC={TOPIC}",
-                "SESSIONLOG_KAFKA_SECURITY_PROTOCOL=SASL_SSL",
-                "SESSIONLOG_KAFKA_SASL_MECHANISM=SCRAM-SHA-512",
-                f"SESSIONLOG_KAFKA_SASL_USERNAME={kafka_user}",
-                f"SESSIONLOG_KAFKA_SASL_PASSWORD={secret[var('KAFKA', kafka_user)]}",
-                f"SESSIONLOG_KAFKA_SSL_CAFILE={ca}",
+                f"BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS={KAFKA}",
+                f"BACKSCROLL_KAFKA_TOPIC={TOPIC}",
+                "BACKSCROLL_KAFKA_SECURITY_PROTOCOL=SASL_SSL",
+                "BACKSCROLL_KAFKA_SASL_MECHANISM=SCRAM-SHA-512",
+                f"BACKSCROLL_KAFKA_SASL_USERNAME={kafka_user}",
+                f"BACKSCROLL_KAFKA_SASL_PASSWORD={secret[var('KAFKA', kafka_user)]}",
+                f"BACKSCROLL_KAFKA_SSL_CAFILE={ca}",
             ]
         if os_user:
             lines += [
-                f"SESSIONLOG_OPENSEARCH_URL={OPENSEARCH}",
-                f"SESSIONLOG_OPENSEARCH_USERNAME={os_user}",
-                f"SESSIONLOG_OPENSEARCH_PASSWORD={secret[var('OPENSEARCH', os_user)]}",
-                f"SESSIONLOG_OPENSEARCH_CA_CERTS={ca}",
+                f"BACKSCROLL_OPENSEARCH_URL={OPENSEARCH}",
+                f"BACKSCROLL_OPENSEARCH_USERNAME={os_user}",
+                f"BACKSCROLL_OPENSEARCH_PASSWORD={secret[var('OPENSEARCH', os_user)]}",
+                f"BACKSCROLL_OPENSEARCH_CA_CERTS={ca}",
             ]
         if component == "indexer":
-            lines.append(f"SESSIONLOG_INDEXER_GROUP_ID={GROUP}")
+            lines.append(f"BACKSCROLL_INDEXER_GROUP_ID={GROUP}")
         path = env_dir / f"{component}.env"
         fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:

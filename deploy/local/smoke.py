@@ -19,8 +19,8 @@ import time
 import uuid
 from typing import Any
 
-KAFKA = f"127.0.0.1:{os.environ.get('SESSIONLOG_KAFKA_PORT', '9092')}"
-OS_PORT = int(os.environ.get("SESSIONLOG_OPENSEARCH_PORT", "9200"))
+KAFKA = f"127.0.0.1:{os.environ.get('BACKSCROLL_KAFKA_PORT', '9092')}"
+OS_PORT = int(os.environ.get("BACKSCROLL_OPENSEARCH_PORT", "9200"))
 FIRST_BATCH = 40
 SECOND_BATCH = 25
 BIG_MESSAGE = 3 * 1024 * 1024  # below the broker's message.max.bytes=4194304, above the 1 MiB default

@@ -4,7 +4,7 @@
 #   (stop-kafka/start-kafka) and group resume, OpenSearch module/_analyze/curl checks,
 #   opensearch-py index/bulk/search, OpenSearch restart keeps data, no "unsupported version".
 #
-#   SESSIONLOG_PYTHON=/path/to/venv/bin/python deploy/local/smoke.sh
+#   BACKSCROLL_PYTHON=/path/to/venv/bin/python deploy/local/smoke.sh
 #
 # Restarts each server once (data is kept). Exit 0 only when every check passed.
 set -Eeuo pipefail
@@ -12,10 +12,10 @@ export LC_ALL=C
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STACK=$HERE/stack.sh
-PY=${SESSIONLOG_PYTHON:-python3}
-STACK_DIR=${SESSIONLOG_STACK_DIR:-/var/tmp/sessionlog-stack}
-B=127.0.0.1:${SESSIONLOG_KAFKA_PORT:-9092}
-OS=http://127.0.0.1:${SESSIONLOG_OPENSEARCH_PORT:-9200}
+PY=${BACKSCROLL_PYTHON:-python3}
+STACK_DIR=${BACKSCROLL_STACK_DIR:-/var/tmp/backscroll-stack}
+B=127.0.0.1:${BACKSCROLL_KAFKA_PORT:-9092}
+OS=http://127.0.0.1:${BACKSCROLL_OPENSEARCH_PORT:-9200}
 RUN=$(date +%s)-$$
 T=smoke-$RUN
 
@@ -27,7 +27,7 @@ fail() {
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 
 "$PY" -c 'import kafka, opensearchpy' 2>/dev/null ||
-    fail "$PY cannot import kafka/opensearchpy - set SESSIONLOG_PYTHON to the project venv's python"
+    fail "$PY cannot import kafka/opensearchpy - set BACKSCROLL_PYTHON to the project venv's python"
 "$STACK" status >/dev/null || fail "stack is not up - run: $STACK up"
 ok "stack.sh status: both servers answer"
 

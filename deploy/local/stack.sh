@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sessionlog local stack: a REAL single-node Apache Kafka (KRaft, broker+controller) and a REAL
+# backscroll local stack: a REAL single-node Apache Kafka (KRaft, broker+controller) and a REAL
 # single-node OpenSearch on 127.0.0.1, both built from Maven Central artifacts (no Docker).
 #
 #   stack.sh fetch                       download artifacts into the cache (no-op when cached)
@@ -10,7 +10,7 @@
 #   stack.sh start-kafka | stop-kafka    one server only; data is kept (for fault tests)
 #   stack.sh start-opensearch | stop-opensearch
 #
-# Environment: see deploy/README.md (SESSIONLOG_CACHE_DIR, SESSIONLOG_STACK_DIR, ports, heaps ...).
+# Environment: see deploy/README.md (BACKSCROLL_CACHE_DIR, BACKSCROLL_STACK_DIR, ports, heaps ...).
 set -Eeuo pipefail
 set +m            # no job control: background servers must not become process-group leaders
 umask 022
@@ -20,7 +20,7 @@ export LC_ALL=C
 # `up --secure`, or any command on a stack dir that an earlier `up --secure` made (secure.sh)
 SECURE=0
 for _arg in "$@"; do [[ $_arg == --secure ]] && SECURE=1; done
-[[ -f ${SESSIONLOG_STACK_DIR:-/var/tmp/sessionlog-stack}/secure/MODE ]] && SECURE=1
+[[ -f ${BACKSCROLL_STACK_DIR:-/var/tmp/backscroll-stack}/secure/MODE ]] && SECURE=1
 
 # ----------------------------------------------------------------------------- versions
 readonly KAFKA_VERSION=4.3.1
@@ -34,25 +34,25 @@ else
 fi
 readonly ANALYSIS_COMMON_CLASS=org.opensearch.analysis.common.CommonAnalysisPlugin
 readonly DEP_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
-readonly OS_USER=sessionlog-os
+readonly OS_USER=backscroll-os
 
 # ----------------------------------------------------------------------------- settings
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-CACHE_DIR=${SESSIONLOG_CACHE_DIR:-${HOME:-/root}/.cache/sessionlog}
-STACK_DIR=${SESSIONLOG_STACK_DIR:-/var/tmp/sessionlog-stack}
-JAVA_HOME_DIR=${SESSIONLOG_JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+CACHE_DIR=${BACKSCROLL_CACHE_DIR:-${HOME:-/root}/.cache/backscroll}
+STACK_DIR=${BACKSCROLL_STACK_DIR:-/var/tmp/backscroll-stack}
+JAVA_HOME_DIR=${BACKSCROLL_JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 JAVA_BIN=$JAVA_HOME_DIR/bin/java
-KAFKA_PORT=${SESSIONLOG_KAFKA_PORT:-9092}
-KAFKA_CONTROLLER_PORT=${SESSIONLOG_KAFKA_CONTROLLER_PORT:-9093}
-OS_PORT=${SESSIONLOG_OPENSEARCH_PORT:-9200}
-OS_TRANSPORT_PORT=${SESSIONLOG_OPENSEARCH_TRANSPORT_PORT:-9300}
-KAFKA_HEAP=${SESSIONLOG_KAFKA_HEAP:-768m}
-OS_HEAP=${SESSIONLOG_OPENSEARCH_HEAP:-512m}
-KAFKA_READY_TIMEOUT=${SESSIONLOG_KAFKA_READY_TIMEOUT:-90}
-OS_READY_TIMEOUT=${SESSIONLOG_OPENSEARCH_READY_TIMEOUT:-180}
-STOP_TIMEOUT=${SESSIONLOG_STOP_TIMEOUT:-30}
-FRESH=${SESSIONLOG_STACK_FRESH:-0}
-read -r -a MVN_EXTRA <<<"${SESSIONLOG_MVN_ARGS:-}"
+KAFKA_PORT=${BACKSCROLL_KAFKA_PORT:-9092}
+KAFKA_CONTROLLER_PORT=${BACKSCROLL_KAFKA_CONTROLLER_PORT:-9093}
+OS_PORT=${BACKSCROLL_OPENSEARCH_PORT:-9200}
+OS_TRANSPORT_PORT=${BACKSCROLL_OPENSEARCH_TRANSPORT_PORT:-9300}
+KAFKA_HEAP=${BACKSCROLL_KAFKA_HEAP:-768m}
+OS_HEAP=${BACKSCROLL_OPENSEARCH_HEAP:-512m}
+KAFKA_READY_TIMEOUT=${BACKSCROLL_KAFKA_READY_TIMEOUT:-90}
+OS_READY_TIMEOUT=${BACKSCROLL_OPENSEARCH_READY_TIMEOUT:-180}
+STOP_TIMEOUT=${BACKSCROLL_STOP_TIMEOUT:-30}
+FRESH=${BACKSCROLL_STACK_FRESH:-0}
+read -r -a MVN_EXTRA <<<"${BACKSCROLL_MVN_ARGS:-}"
 
 # cache (artifacts only; safe to share between stack dirs)
 KAFKA_CACHE=$CACHE_DIR/kafka-$KAFKA_VERSION
@@ -74,7 +74,7 @@ O_DATA=$O_DIR/data
 O_LOGS=$O_DIR/logs
 O_TMP=$O_DIR/tmp
 O_STDOUT=$O_LOGS/stdout.log
-O_CLUSTER=sessionlog-local
+O_CLUSTER=backscroll-local
 O_LOG=$O_LOGS/$O_CLUSTER.log
 O_PIDFILE=$RUN_DIR/opensearch.pid
 O_URL=http://127.0.0.1:$OS_PORT
@@ -162,7 +162,7 @@ ensure_tools() {
 }
 
 check_java() {
-    [[ -x $JAVA_BIN ]] || die "no java at $JAVA_BIN (set SESSIONLOG_JAVA_HOME to a JDK >= 17)"
+    [[ -x $JAVA_BIN ]] || die "no java at $JAVA_BIN (set BACKSCROLL_JAVA_HOME to a JDK >= 17)"
 }
 
 # ----------------------------------------------------------------------------- fetch
@@ -267,7 +267,7 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 EOF
     cat >"$K_CONF/log4j2.properties" <<'EOF'
-# log4j2 config for the sessionlog local broker (stdout -> logs/broker.log)
+# log4j2 config for the backscroll local broker (stdout -> logs/broker.log)
 status = warn
 appender.out.type = Console
 appender.out.name = out
@@ -347,7 +347,7 @@ ensure_os_user() {
 }
 
 install_opensearch_home() {
-    local marker=$O_HOME/.sessionlog-installed
+    local marker=$O_HOME/.backscroll-installed
     [[ -f $marker ]] && return 0
     local t0=$EPOCHREALTIME tmp=$O_DIR/.unpack.$$
     say "opensearch: unpacking $OS_ZIP into $O_DIR"
@@ -367,7 +367,7 @@ install_opensearch_home() {
     zip_has "$AC_JAR" "${ANALYSIS_COMMON_CLASS//.//}.class" ||
         die "$ANALYSIS_COMMON_CLASS not found in $AC_JAR"
     cat >"$ac/plugin-descriptor.properties" <<EOF
-# hand-written by sessionlog deploy/local/stack.sh (the descriptor is not inside the jar)
+# hand-written by backscroll deploy/local/stack.sh (the descriptor is not inside the jar)
 description=Adds analysis components (ngram, edge_ngram, asciifolding, ...) - from the Maven Central jar
 version=$OPENSEARCH_VERSION
 name=analysis-common
@@ -387,7 +387,7 @@ write_opensearch_config() {
     cat >"$O_HOME/config/opensearch.yml" <<EOF
 # written by deploy/local/stack.sh on every start - edit the script, not this file
 cluster.name: $O_CLUSTER
-node.name: sessionlog-1
+node.name: backscroll-1
 discovery.type: single-node
 network.host: 127.0.0.1
 http.port: $OS_PORT
@@ -407,7 +407,7 @@ EOF
             for part in "${parts[@]}"; do   # top-down: report the first directory that blocks
                 d+=/$part
                 run_as_os_user test -x "$d" ||
-                    die "user $OS_USER cannot traverse $d - pick a SESSIONLOG_STACK_DIR whose parents are all o+x (not under /root)"
+                    die "user $OS_USER cannot traverse $d - pick a BACKSCROLL_STACK_DIR whose parents are all o+x (not under /root)"
             done
             die "user $OS_USER cannot write $O_DATA / $O_LOGS / $O_HOME/config"
         fi
@@ -623,7 +623,7 @@ cmd_up() {
     done
     take_lock
     if ((SECURE)) && [[ $FRESH != 1 && ! -f $SEC_DIR/MODE && -f $K_DATA/meta.properties ]]; then
-        die "$STACK_DIR holds a plain stack: use 'up --fresh --secure' or another SESSIONLOG_STACK_DIR"
+        die "$STACK_DIR holds a plain stack: use 'up --fresh --secure' or another BACKSCROLL_STACK_DIR"
     fi
     if ((SECURE)) && [[ $FRESH == 1 ]]; then   # stop before prepare_start: it may make a new CA
         stop_comp opensearch

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Kafka ACLs of sessionlog's principals (docs/security.md), with Kafka's own kafka-acls.sh.
+# The Kafka ACLs of backscroll's principals (docs/security.md), with Kafka's own kafka-acls.sh.
 # Run once per cluster by an administrator; the principals are SCRAM users created beforehand:
 #   kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config admin.properties --alter \
 #     --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users --entity-name sl-agent
@@ -9,9 +9,9 @@
 # admin.properties holds the administrator's SASL_SSL client settings (never commit it).
 set -euo pipefail
 : "${BOOTSTRAP:?set BOOTSTRAP=host:port}" "${ADMIN_CONFIG:?set ADMIN_CONFIG=admin.properties}"
-TOPIC=${TOPIC:-sessionlog.entries}
+TOPIC=${TOPIC:-backscroll.entries}
 DLQ=$TOPIC.dlq
-GROUP=${GROUP:-sessionlog-indexer}
+GROUP=${GROUP:-backscroll-indexer}
 AGENT=${AGENT:-sl-agent} INDEXER=${INDEXER:-sl-indexer} OPERATOR=${OPERATOR:-sl-operator}
 
 acl() { kafka-acls.sh --bootstrap-server "$BOOTSTRAP" --command-config "$ADMIN_CONFIG" --add "$@"; }
@@ -31,4 +31,4 @@ acl --allow-principal "User:$INDEXER" --operation Write --operation Describe --t
 # operator: rebuild (replay in new groups), dlq list/replay
 acl --allow-principal "User:$OPERATOR" --operation Read --operation Write --operation Describe --topic "$TOPIC"
 acl --allow-principal "User:$OPERATOR" --operation Read --operation Describe --topic "$DLQ"
-acl --allow-principal "User:$OPERATOR" --operation Read --group sessionlog- --resource-pattern-type prefixed
+acl --allow-principal "User:$OPERATOR" --operation Read --group backscroll- --resource-pattern-type prefixed

@@ -1,4 +1,4 @@
-// Compiles the sessionlog wire schema with ajv in strict mode (every strict option on) and prints,
+// Compiles the backscroll wire schema with ajv in strict mode (every strict option on) and prints,
 // for each record of a corpus file (a JSON array), whether the schema accepts it: a JSON array of
 // booleans on stdout. Exit 1 with the compile error when the schema does not compile.
 //

@@ -1,4 +1,4 @@
-"""On-demand benchmarks (issue 4): relevance and latency of sessionlog vs pg_trgm, SQLite FTS5, ILIKE.
+"""On-demand benchmarks (issue 4): relevance and latency of backscroll vs pg_trgm, SQLite FTS5, ILIKE.
 
 Never collected by the default test run (``testpaths`` are tests/unit and tests/integration, and no
 file here is named ``test_*.py``). Entry points: ``python -m tests.benchmarks.run --help``, and for

@@ -37,7 +37,7 @@ def doc_id(record: dict[str, Any]) -> str:
 
 
 def searchable_rows(entries: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """The events sessionlog searches by default (spec D8): message-bearing events with text."""
+    """The events backscroll searches by default (spec D8): message-bearing events with text."""
     return (e for e in entries if is_searchable(e))
 
 

@@ -1,5 +1,5 @@
 """Append benchmark (issue 7): caller-thread latency and sustained throughput of one process,
-sessionlog's Appender vs confluent-kafka (librdkafka) producing the same records.
+backscroll's Appender vs confluent-kafka (librdkafka) producing the same records.
 
 Run on demand against the local broker (never collected by pytest)::
 
@@ -38,10 +38,10 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 
-from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings, ensure_topics
-from sessionlog.ingest.producer import compression
-from sessionlog.ingest.topics import dlq_topic
-from sessionlog.ingest.wire import encode_key, encode_record, parse_record
+from backscroll.ingest import Appender, AppenderSettings, KafkaSettings, ensure_topics
+from backscroll.ingest.producer import compression
+from backscroll.ingest.topics import dlq_topic
+from backscroll.ingest.wire import encode_key, encode_record, parse_record
 
 RESULTS = Path(__file__).parent / "results"
 _WORDS = [
@@ -102,7 +102,7 @@ def percentiles(samples_ns: list[int]) -> dict[str, float]:
 
 @contextmanager
 def topic(kafka: KafkaSettings) -> Iterator[KafkaSettings]:
-    settings = kafka.model_copy(update={"topic": f"sessionlog.bench.{uuid.uuid4().hex[:8]}", "partitions": 4})
+    settings = kafka.model_copy(update={"topic": f"backscroll.bench.{uuid.uuid4().hex[:8]}", "partitions": 4})
     ensure_topics(settings)
     try:
         yield settings
@@ -121,7 +121,7 @@ def spool_io(mode: str) -> Iterator[None]:
     if mode != "write":
         yield
         return
-    from sessionlog.ingest import spool_map  # here: the script also measures trees without it
+    from backscroll.ingest import spool_map  # here: the script also measures trees without it
 
     def unsupported(fd: int, capacity: int) -> None:
         raise OSError(errno.EOPNOTSUPP, "benchmark: the spool writes with write(2)")
@@ -146,7 +146,7 @@ def frozen_input() -> Iterator[None]:
         gc.unfreeze()
 
 
-def run_sessionlog(
+def run_backscroll(
     kafka: KafkaSettings, data: list[dict[str, Any]], *, batch: int = 0, io: str = "mapped", **options: Any
 ) -> dict[str, Any]:
     """``batch`` > 0: ``append_many`` of that many records per call (latency is per call);
@@ -179,7 +179,7 @@ def run_sessionlog(
             stats = appender.stats()
     n = len(data) - 1
     return {
-        "system": "sessionlog" if not batch else "sessionlog append_many",
+        "system": "backscroll" if not batch else "backscroll append_many",
         "options": {
             **options,
             **({"batch": batch} if batch else {}),
@@ -199,7 +199,7 @@ def run_kafka_python(kafka: KafkaSettings, data: list[dict[str, Any]]) -> dict[s
     callback per record: the ceiling of the design's client on this machine."""
     from kafka import KafkaProducer
 
-    from sessionlog.ingest.producer import producer_config
+    from backscroll.ingest.producer import producer_config
 
     with topic(kafka) as settings:
         producer = KafkaProducer(**producer_config(settings, AppenderSettings(spool=False, durable=False)))
@@ -364,15 +364,15 @@ def main() -> None:
         ]
     for options in configs:
         subset = data if options.get("fsync") != "always" else data[: min(len(data), 5_001)]
-        rows.append(run_sessionlog(kafka, subset, **options))
+        rows.append(run_backscroll(kafka, subset, **options))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
     rows.append(run_kafka_python(kafka, data))
     print(table(rows[-1:]).splitlines()[-1], flush=True)
     for validate in (True,) if args.quick else (False, True):
         rows.append(run_confluent(kafka, data, validate=validate, linger_ms=5))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
-    ours = next(r for r in rows if r["system"] == "sessionlog" and r["options"] == configs[0])
-    many = next(r for r in rows if r["system"] == "sessionlog append_many")
+    ours = next(r for r in rows if r["system"] == "backscroll" and r["options"] == configs[0])
+    many = next(r for r in rows if r["system"] == "backscroll append_many")
     peer_v = next(r for r in rows if r["system"] == "confluent-kafka + validation")
     ratio = {
         "sustained_vs_confluent_validated": ours["sustained_eps"] / peer_v["sustained_eps"],
@@ -388,7 +388,7 @@ def main() -> None:
         ratio["sustained_vs_confluent"] = ours["sustained_eps"] / peer["sustained_eps"]
     print()
     print(table(rows))
-    print("\nratios (sessionlog durable default / confluent):", json.dumps(ratio, indent=None))
+    print("\nratios (backscroll durable default / confluent):", json.dumps(ratio, indent=None))
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = RESULTS / f"append-{args.events}-{stamp}.json"

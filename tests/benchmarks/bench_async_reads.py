@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_reads import build_session
 
-from sessionlog.indexer import OpenSearchSettings, OpenSearchView
-from sessionlog.query import Scope, SessionReader
-from sessionlog.query.aio import AsyncOpenSearchReader, AsyncSessionReader
+from backscroll.indexer import OpenSearchSettings, OpenSearchView
+from backscroll.query import Scope, SessionReader
+from backscroll.query.aio import AsyncOpenSearchReader, AsyncSessionReader
 
 
 async def run_reads(read: Callable[[int], Awaitable[Any]], seqs: list[int], concurrency: int) -> float:

@@ -1,15 +1,15 @@
-"""The embedded bulk catch-up (what ``sessionlog index`` runs on a long backlog), timed per thread,
+"""The embedded bulk catch-up (what ``backscroll index`` runs on a long backlog), timed per thread,
 optionally against another checkout, the two run alternately.
 
     python -m tests.benchmarks.bench_catch_up APPENDED.db [--runs 3] [--against CHECKOUT]
 
-``APPENDED.db`` is a file that ``sessionlog append`` filled and nothing indexed yet; each run
+``APPENDED.db`` is a file that ``backscroll append`` filled and nothing indexed yet; each run
 catches up a fresh copy of it, in a process of its own. For the load row's corpus (272k entries,
 seed 7):
 
     python -c 'from pathlib import Path; from tests.benchmarks.bench_load import _write_corpus;
                _write_corpus(272000, 7, Path("corpus.jsonl"))'
-    SESSIONLOG_SQLITE_PATH=appended.db sessionlog append corpus.jsonl
+    BACKSCROLL_SQLITE_PATH=appended.db backscroll append corpus.jsonl
 
 Each run prints its wall time, its process CPU time and the CPU time of the catch-up's two threads:
 the writer (SQLite statements) and the projecting thread (read, decode, project, build rows). With
@@ -39,9 +39,9 @@ _HARNESS_ROOT = Path(__file__).resolve().parents[2]
 
 def _one(appended: Path) -> dict[str, Any]:
     """One catch-up of a copy of ``appended`` in this process."""
-    import sessionlog.indexer as indexer_package
-    import sessionlog.indexer.sqlite_catchup as catchup
-    from sessionlog.indexer.embedded import embedded_runner
+    import backscroll.indexer as indexer_package
+    import backscroll.indexer.sqlite_catchup as catchup
+    from backscroll.indexer.embedded import embedded_runner
 
     threads: dict[str, float] = {}
 
@@ -59,7 +59,7 @@ def _one(appended: Path) -> dict[str, Any]:
 
     timed("_write_all", "writer_cpu_s")
     timed("_overlapped", "projecting_cpu_s")
-    with tempfile.TemporaryDirectory(prefix="sessionlog-catch-up-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="backscroll-catch-up-") as tmp:
         path = Path(tmp) / "copy.db"
         shutil.copyfile(appended, path)
         with embedded_runner(path, bulk_catch_up=True) as runner:

@@ -1,15 +1,15 @@
-"""``sessionlog append FILE`` throughput (issue 15, bulk CLI paths), with its ceiling in the same run.
+"""``backscroll append FILE`` throughput (issue 15, bulk CLI paths), with its ceiling in the same run.
 
-Run on demand (never collected by pytest); the Kafka rows need the local stack (``sessionlog up``)::
+Run on demand (never collected by pytest); the Kafka rows need the local stack (``backscroll up``)::
 
     python -m tests.benchmarks.bench_cli_append --events 200000
 
 Writes ``--events`` wire records (~300 B each, ``bench_append.records``) to a JSONL file, then:
 
-* **cli embedded**: ``sessionlog append FILE`` in a subprocess into a fresh SQLite file;
+* **cli embedded**: ``backscroll append FILE`` in a subprocess into a fresh SQLite file;
 * **ceiling embedded**: ``SQLiteEntryLog.append_many`` of the already-parsed dicts, 2,000 per call,
   into another fresh file (what the issue's table calls the peer);
-* **cli kafka**: ``sessionlog append FILE`` into a fresh 4-partition topic (durable appender).
+* **cli kafka**: ``backscroll append FILE`` into a fresh 4-partition topic (durable appender).
 
 Each row reports records/s on the wall clock and per CPU second of the process (user + system),
 which stays meaningful on a machine shared with other work. Results go to stdout as Markdown.
@@ -30,8 +30,8 @@ from typing import Any
 import orjson
 from tests.benchmarks.bench_append import records, topic
 
-from sessionlog.ingest import KafkaSettings
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest import KafkaSettings
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
 
 def _children_cpu() -> float:
@@ -47,7 +47,7 @@ def _self_cpu() -> float:
 def run_cli(source: Path, env: dict[str, str], n: int) -> dict[str, float]:
     cpu0, t0 = _children_cpu(), time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "sessionlog.cli.main", "append", str(source), "--json"],
+        [sys.executable, "-m", "backscroll.cli.main", "append", str(source), "--json"],
         env=env,
         capture_output=True,
         check=False,
@@ -79,18 +79,18 @@ def measure(
         directory = Path(tmp)
         source = directory / "records.jsonl"
         source.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in data))
-        base = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONLOG_")}
-        env = {**base, "SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(directory / "cli.db")}
+        base = {k: v for k, v in os.environ.items() if not k.startswith("BACKSCROLL_")}
+        env = {**base, "BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(directory / "cli.db")}
         rows.append(("cli embedded", run_cli(source, env, len(data))))
         rows.append(("ceiling embedded (append_many)", run_ceiling(data, directory / "ceiling.db")))
         if kafka:
             with topic(KafkaSettings()) as settings:
                 env = {
                     **base,
-                    "SESSIONLOG_BACKEND": "kafka-opensearch",
-                    "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-                    "SESSIONLOG_KAFKA_TOPIC": settings.topic,
-                    "SESSIONLOG_APPENDER_SPOOL_DIR": str(directory / "spool"),
+                    "BACKSCROLL_BACKEND": "kafka-opensearch",
+                    "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+                    "BACKSCROLL_KAFKA_TOPIC": settings.topic,
+                    "BACKSCROLL_APPENDER_SPOOL_DIR": str(directory / "spool"),
                 }
                 rows.append(("cli kafka (durable)", run_cli(source, env, len(data))))
     return rows

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from tests.benchmarks.metrics import percentile
 
-from sessionlog.query import Scope, SessionQueryRequest
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.query import Scope, SessionQueryRequest
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 
 def _times(result: Path, path: Path, scope_kind: str) -> list[float]:
@@ -66,7 +66,7 @@ def _compare(files: list[Path]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("result", type=Path, nargs="?", help="a relevance result JSON with its query list")
-    parser.add_argument("--sqlite", type=Path, help="directory of the embedded file (sessionlog.db)")
+    parser.add_argument("--sqlite", type=Path, help="directory of the embedded file (backscroll.db)")
     parser.add_argument("--scope", choices=("workspace", "session"), default="session")
     parser.add_argument("--out", type=Path, help="where this run's times go (JSON list, ms)")
     parser.add_argument("--compare", type=Path, nargs="+", help="runs to compare instead")
@@ -76,7 +76,7 @@ def main() -> None:
         return
     if args.result is None or args.sqlite is None or args.out is None:
         parser.error("RESULT, --sqlite and --out are needed to run (or --compare FILES)")
-    times = _times(args.result, args.sqlite / "sessionlog.db", args.scope)
+    times = _times(args.result, args.sqlite / "backscroll.db", args.scope)
     args.out.write_text(json.dumps(times), "utf-8")
     print(_line(args.out.stem, times))
 

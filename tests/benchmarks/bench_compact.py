@@ -1,6 +1,6 @@
 """Search latency of an embedded file before and after ``SQLiteView.compact()`` (on demand).
 
-Takes a file the product built (``sessionlog append FILE`` then ``sessionlog index --until-idle``,
+Takes a file the product built (``backscroll append FILE`` then ``backscroll index --until-idle``,
 without ``--compact``) from the relevance corpus of ``--entries`` and ``--seed``, copies it twice,
 compacts one copy (timed) and runs the speed run's queries (both scope kinds) on each copy in
 turn, ``--rounds`` times, alternating which goes first, each round with fresh providers (cold
@@ -26,9 +26,9 @@ from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.metrics import latency_summary
 from tests.benchmarks.queries import QueryGenerator
 
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.query import Scope, SessionQueryRequest
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.query import Scope, SessionQueryRequest
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 __all__ = ["main", "time_queries"]
 
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
     queries = _queries(args.entries, args.seed, args.queries)
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="sessionlog-compact-"))
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="backscroll-compact-"))
     copies = {"as indexed": work / "raw.db", "compacted": work / "compacted.db"}
     for copy in copies.values():
         shutil.copyfile(args.file, copy)

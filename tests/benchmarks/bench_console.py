@@ -39,12 +39,12 @@ from tests.benchmarks.queries import edit_word
 from tests.console.conftest import embedded, live_console
 from tests.console.http import call
 
-from sessionlog.backend import Backend
-from sessionlog.console.settings import Grants
-from sessionlog.indexer import IndexerSettings, OpenSearchSettings
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.ingest import KafkaSettings
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.backend import Backend
+from backscroll.console.settings import Grants
+from backscroll.indexer import IndexerSettings, OpenSearchSettings
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.ingest import KafkaSettings
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
 _WORD = re.compile(r"[A-Za-z]{6,}")
 
@@ -103,11 +103,11 @@ def isolated_stack(keep: bool = False) -> Iterator[tuple[KafkaSettings, OpenSear
     unless ``keep``."""
     from kafka import KafkaAdminClient
 
-    from sessionlog.indexer import OpenSearchView
-    from sessionlog.ingest import dlq_topic, ensure_topics
+    from backscroll.indexer import OpenSearchView
+    from backscroll.ingest import dlq_topic, ensure_topics
 
     name = f"console-bench-{uuid.uuid4().hex[:8]}"
-    kafka = KafkaSettings().model_copy(update={"topic": f"sessionlog.{name}"})
+    kafka = KafkaSettings().model_copy(update={"topic": f"backscroll.{name}"})
     opensearch = OpenSearchSettings().model_copy(update={"index_prefix": name})
     indexer = IndexerSettings().model_copy(update={"group_id": name})
     ensure_topics(kafka)
@@ -137,12 +137,12 @@ def load_stack(
 ) -> dict[str, float]:
     """Append ``batches`` through the durable ``Appender`` (``append_many``, the bulk path) and index
     them with the worker until idle (searchable); the seconds of each step."""
-    from sessionlog.indexer import kafka_runner
-    from sessionlog.ingest import Appender, AppenderSettings
+    from backscroll.indexer import kafka_runner
+    from backscroll.ingest import Appender, AppenderSettings
 
     started = time.monotonic()
     with (
-        tempfile.TemporaryDirectory(prefix="sessionlog-bench-spool-") as spool,
+        tempfile.TemporaryDirectory(prefix="backscroll-bench-spool-") as spool,
         Appender(kafka, AppenderSettings(spool_dir=Path(spool))) as appender,
     ):
         for batch in batches:
@@ -181,7 +181,7 @@ def measure(name: str, runs: int, url_for: Callable[[int], str]) -> tuple[list[f
 
 def provider_only(backend: Backend, workspace: str, queries: list[str]) -> tuple[list[float], dict[int, int]]:
     """The same first-page searches straight through the provider (the console's floor)."""
-    from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
+    from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
 
     samples = []
     failed: dict[int, int] = {}
@@ -221,7 +221,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--db", type=Path, help="Embedded: keep the corpus here (reused when it exists).")
     parser.add_argument(
-        "--stack", action="store_true", help="Kafka + OpenSearch (`sessionlog up`) instead of embedded."
+        "--stack", action="store_true", help="Kafka + OpenSearch (`backscroll up`) instead of embedded."
     )
     parser.add_argument("--keep", action="store_true", help="--stack: keep the topic and indices.")
     args = parser.parse_args()

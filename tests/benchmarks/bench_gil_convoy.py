@@ -101,7 +101,7 @@ def measure(rows: int, rounds: int, seed: int = 7) -> dict[str, dict[str, float]
         how: {"alone": [], "busy": []} for how in ("executemany", "json_each")
     }
     python: dict[str, list[float]] = {how: [] for how in samples}
-    with tempfile.TemporaryDirectory(prefix="sessionlog-convoy-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="backscroll-convoy-") as tmp:
         conn = sqlite3.connect(Path(tmp) / "t.db", isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(_TABLE)

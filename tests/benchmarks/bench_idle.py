@@ -97,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     queries = json.loads(args.result.read_text("utf-8"))["query_list"]
     for condition in args.conditions.split(","):
-        times = run(queries, args.sqlite / "sessionlog.db", condition)
+        times = run(queries, args.sqlite / "backscroll.db", condition)
         for kind in ("session", "workspace"):
             print(_line(f"{condition} · {kind}", [ms for ms, q in times if q["scope_kind"] == kind]))
         slow = sorted((t for t in times if t[1]["scope_kind"] == "workspace"), key=lambda t: -t[0])

@@ -5,11 +5,11 @@
 The corpus (the relevance benchmark's generator, seed 7) is written to a JSONL file first (not
 timed). Then, each from nothing:
 
-* **embedded**: ``sessionlog append FILE`` into a new SQLite file, then ``sessionlog index
-  --until-idle`` (two CLI processes, ``SESSIONLOG_BACKEND=embedded``);
-* **kafka-opensearch**: ``sessionlog append FILE`` into a new topic, then ``sessionlog index
+* **embedded**: ``backscroll append FILE`` into a new SQLite file, then ``backscroll index
+  --until-idle`` (two CLI processes, ``BACKSCROLL_BACKEND=embedded``);
+* **kafka-opensearch**: ``backscroll append FILE`` into a new topic, then ``backscroll index
   --until-idle`` into a new index prefix with a new consumer group (real servers, the configured
-  addresses); optionally (``--rebuild``) ``sessionlog rebuild`` of the same topic afterwards;
+  addresses); optionally (``--rebuild``) ``backscroll rebuild`` of the same topic afterwards;
 * **pg**: ``COPY`` of the searchable rows into a private PostgreSQL cluster, then the GIN trigram
   index (and the two b-tree indexes and ``VACUUM ANALYZE`` of the relevance baseline).
 
@@ -70,7 +70,7 @@ def _cli(args: list[str], env: dict[str, str], cpu: dict[str, Any] | None = None
     window.start()
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", "from sessionlog.cli.main import app; app()", *args],
+        [sys.executable, "-c", "from backscroll.cli.main import app; app()", *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,
@@ -86,13 +86,13 @@ def _cli(args: list[str], env: dict[str, str], cpu: dict[str, Any] | None = None
         split["others_cpu_s"] = max(0.0, split["others_cpu_s"] - command)
         cpu.update(split)
     if done.returncode != 0:
-        raise RuntimeError(f"sessionlog {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    print(f"  sessionlog {' '.join(args)}: {took:.1f}s  {done.stdout.strip()[-200:]}", flush=True)
+        raise RuntimeError(f"backscroll {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    print(f"  backscroll {' '.join(args)}: {took:.1f}s  {done.stdout.strip()[-200:]}", flush=True)
     return took
 
 
 def _find(provider: Any, probe: dict[str, Any]) -> bool:
-    from sessionlog.query import SessionQueryRequest
+    from backscroll.query import SessionQueryRequest
 
     words = " ".join(str(probe["text"]).split()[:6])
     request = SessionQueryRequest(session_id=probe["session_id"], query=words, limit=50)
@@ -100,11 +100,11 @@ def _find(provider: Any, probe: dict[str, Any]) -> bool:
 
 
 def load_embedded(corpus: Path, probe: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    from sessionlog.query import Scope
-    from sessionlog.query.sqlite_provider import SQLiteProvider
+    from backscroll.query import Scope
+    from backscroll.query.sqlite_provider import SQLiteProvider
 
     path = workdir / "load.db"
-    env = {"SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(path)}
+    env = {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(path)}
     index_cpu: dict[str, Any] = {}
     append_s = _cli(["append", str(corpus)], env)
     index_s = _cli(["index", "--until-idle"], env, index_cpu)
@@ -127,21 +127,21 @@ def load_kafka_opensearch(
 ) -> dict[str, Any]:
     from tests.benchmarks.pipeline_throughput import delete_topic
 
-    from sessionlog.indexer import OpenSearchSettings, OpenSearchView
-    from sessionlog.ingest import KafkaSettings
-    from sessionlog.query import OpenSearchProvider, Scope
+    from backscroll.indexer import OpenSearchSettings, OpenSearchView
+    from backscroll.ingest import KafkaSettings
+    from backscroll.query import OpenSearchProvider, Scope
 
     run = uuid.uuid4().hex[:8]
     env = {
-        "SESSIONLOG_BACKEND": "kafka-opensearch",
-        "SESSIONLOG_KAFKA_TOPIC": f"bench.load.{run}",
-        "SESSIONLOG_KAFKA_PARTITIONS": str(partitions),
-        "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": f"bench-load-{run}",
-        "SESSIONLOG_INDEXER_GROUP_ID": f"bench-load-{run}",
+        "BACKSCROLL_BACKEND": "kafka-opensearch",
+        "BACKSCROLL_KAFKA_TOPIC": f"bench.load.{run}",
+        "BACKSCROLL_KAFKA_PARTITIONS": str(partitions),
+        "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": f"bench-load-{run}",
+        "BACKSCROLL_INDEXER_GROUP_ID": f"bench-load-{run}",
     }
-    kafka = KafkaSettings().model_copy(update={"topic": env["SESSIONLOG_KAFKA_TOPIC"]})
+    kafka = KafkaSettings().model_copy(update={"topic": env["BACKSCROLL_KAFKA_TOPIC"]})
     opensearch = OpenSearchSettings().model_copy(
-        update={"index_prefix": env["SESSIONLOG_OPENSEARCH_INDEX_PREFIX"]}
+        update={"index_prefix": env["BACKSCROLL_OPENSEARCH_INDEX_PREFIX"]}
     )
     out: dict[str, Any] = {"partitions": partitions}
     try:
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma separated: {', '.join(SYSTEMS)}")
     parser.add_argument("--partitions", type=int, default=4, help="partitions of the new topic")
     parser.add_argument(
-        "--rebuild", action="store_true", help="also time `sessionlog rebuild` (kafka-opensearch)"
+        "--rebuild", action="store_true", help="also time `backscroll rebuild` (kafka-opensearch)"
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "systems": {},
     }
-    with tempfile.TemporaryDirectory(prefix="sessionlog-load-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="backscroll-load-") as tmp:
         corpus = Path(tmp) / "corpus.jsonl"
         records, size, probe = _write_corpus(args.entries, args.seed, corpus)
         result.update(records=records, corpus_bytes=size)

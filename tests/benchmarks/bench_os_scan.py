@@ -20,10 +20,10 @@ from typing import Any
 
 from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.queries import QueryGenerator
-from tests.benchmarks.sys_sessionlog import SessionlogSystem
+from tests.benchmarks.sys_backscroll import BackscrollSystem
 
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
-from sessionlog.query.os_scan import SCAN_MAX_ROWS
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
+from backscroll.query.os_scan import SCAN_MAX_ROWS
 
 
 def _pct(ordered: Sequence[float], p: float) -> float:
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--opensearch", default=os.environ.get("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:9200")
+        "--opensearch", default=os.environ.get("BACKSCROLL_OPENSEARCH_URL", "http://127.0.0.1:9200")
     )
     parser.add_argument("--index-prefix", required=True)
     parser.add_argument("--queries", type=int, default=40, help="queries per variant (as the speed run)")
@@ -48,7 +48,7 @@ def main() -> None:
     records = list(corpus.records())
     generated = QueryGenerator(records, seed=args.seed, max_df=3 * corpus.stats.passes).generate(args.queries)
     queries = [q.as_dict() for q in generated if q.as_dict()["scope_kind"] == "session"]
-    system = SessionlogSystem(hosts=args.opensearch, index_prefix=args.index_prefix)
+    system = BackscrollSystem(hosts=args.opensearch, index_prefix=args.index_prefix)
     reuse = system.view.client.indices.exists(index=system.view.events)
     if not reuse:
         started = time.perf_counter()

@@ -37,7 +37,7 @@ def _pct(ordered: Sequence[float], p: float) -> float:
 
 
 def _worker(hosts: str, prefix: str) -> None:
-    from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
+    from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
 
     providers: dict[str, OpenSearchProvider] = {}
     for line in sys.stdin:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=40, help="per variant, as the speed run")
     parser.add_argument("--index-prefix", required=True)
     parser.add_argument(
-        "--opensearch", default=os.environ.get("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:9200")
+        "--opensearch", default=os.environ.get("BACKSCROLL_OPENSEARCH_URL", "http://127.0.0.1:9200")
     )
     parser.add_argument("--repeat", type=int, default=3, help="passes over the queries")
     parser.add_argument("--tree", action="append", default=[], help="NAME=WORKTREE (two or more)")
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     procs: dict[str, subprocess.Popen[str]] = {}
     for name, tree in trees.items():
         root = Path(tree).resolve()
-        # this file, run by the worktree's interpreter: the worker imports that worktree's sessionlog
+        # this file, run by the worktree's interpreter: the worker imports that worktree's backscroll
         command = [str(root / ".venv" / "bin" / "python"), str(Path(__file__).resolve())]
         command += ["--worker", "--opensearch", args.opensearch, "--index-prefix", args.index_prefix]
         procs[name] = subprocess.Popen(

@@ -35,9 +35,9 @@ from tests.benchmarks.machine import machine_info
 from tests.benchmarks.pipeline_throughput import delete_topic, produce, throughput
 from tests.benchmarks.pipeline_throughput import records as corpus_records
 
-from sessionlog.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, kafka_runner
-from sessionlog.ingest import Appender, KafkaSettings, ensure_topics
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
+from backscroll.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, kafka_runner
+from backscroll.ingest import Appender, KafkaSettings, ensure_topics
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"

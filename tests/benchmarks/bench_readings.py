@@ -9,7 +9,7 @@ latency percentiles per mode. Not collected by pytest.
     python -m tests.benchmarks.bench_readings RESULT.json --sqlite DIR                 # embedded
 
 The OpenSearch index must still hold the run's corpus (the relevance run leaves it in place); for
-the embedded backend, ``DIR/sessionlog.db`` must hold the same corpus (``EmbeddedSystem(DIR).load``
+the embedded backend, ``DIR/backscroll.db`` must hold the same corpus (``EmbeddedSystem(DIR).load``
 of the run's records, seed and size alike).
 """
 
@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks.sys_sessionlog import SessionlogSystem
+from tests.benchmarks.sys_backscroll import BackscrollSystem
 
-from sessionlog.query import Scope, SessionQueryRequest, readings
-from sessionlog.query.builder import QueryPlan
-from sessionlog.query.engine import EngineHit
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.query import Scope, SessionQueryRequest, readings
+from backscroll.query.builder import QueryPlan
+from backscroll.query.engine import EngineHit
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 
 class _ExistingFile:
@@ -75,16 +75,16 @@ def main() -> None:
     parser.add_argument("result", type=Path, help="a relevance result JSON with its query list")
     parser.add_argument("--index-prefix", help="OpenSearch index prefix the run loaded")
     parser.add_argument("--opensearch", default="http://127.0.0.1:9200")
-    parser.add_argument("--sqlite", type=Path, help="directory of the embedded file (sessionlog.db)")
+    parser.add_argument("--sqlite", type=Path, help="directory of the embedded file (backscroll.db)")
     args = parser.parse_args()
     queries = [
         q for q in json.loads(args.result.read_text("utf-8"))["query_list"] if q["variant"].startswith("typo")
     ]
     system: Any
     if args.sqlite is not None:
-        system = _ExistingFile(args.sqlite / "sessionlog.db")
+        system = _ExistingFile(args.sqlite / "backscroll.db")
     else:
-        system = SessionlogSystem(hosts=args.opensearch, index_prefix=args.index_prefix or "bench")
+        system = BackscrollSystem(hosts=args.opensearch, index_prefix=args.index_prefix or "bench")
     needed = readings.window_needed
     latencies: dict[str, list[float]] = {"window": [], "off": []}
     try:

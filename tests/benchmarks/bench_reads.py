@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sessionlog.indexer import OpenSearchSettings, OpenSearchView
-from sessionlog.ingest.wire import EventRecord, HeaderRecord, parse_record
-from sessionlog.query import Scope, SessionReader
-from sessionlog.query.reads import entry_from_record, fold_log_strict
+from backscroll.indexer import OpenSearchSettings, OpenSearchView
+from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
+from backscroll.query import Scope, SessionReader
+from backscroll.query.reads import entry_from_record, fold_log_strict
 
 WORDS = [
     "deploy", "cluster", "metrics", "invoice", "ledger", "budget", "backlog", "sprint", "review", "pipeline",

@@ -1,13 +1,13 @@
 """Relevance and latency: every system, same corpus, same queries, same machine, one run.
 
-Steps: build the corpus (and validate every record with ``sessionlog.ingest.wire.parse_record``),
+Steps: build the corpus (and validate every record with ``backscroll.ingest.wire.parse_record``),
 generate the queries and their ground truth, then for each system: bulk load (timed, including index
 builds) and measure the size on disk. Once every system is loaded, each runs ``warmup`` queries
 unmeasured, then every query runs once on every system in turn (timed client side with
 ``perf_counter``, one at a time, the first system rotating per query, so that all see the same
 machine load; ``block`` > 1 runs blocks of that many queries per system instead), and each
 system's recall@10 and MRR@10 are scored.
-Systems that cannot run here (sessionlog before its provider exists, or without OpenSearch) are
+Systems that cannot run here (backscroll before its provider exists, or without OpenSearch) are
 recorded as skipped with the reason.
 """
 
@@ -44,7 +44,7 @@ from tests.benchmarks.sys_pgtrgm import label as trgm_label
 __all__ = ["ALL_SYSTEMS", "RelevanceConfig", "run_relevance"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-ALL_SYSTEMS = ("sessionlog", "embedded", "pg_trgm", "fts5", "ilike")
+ALL_SYSTEMS = ("backscroll", "embedded", "pg_trgm", "fts5", "ilike")
 GROUPS = {
     "typo1": [v for v in VARIANTS if v.startswith("typo1_")],
     "typo (all)": [v for v in VARIANTS if v.startswith("typo")],
@@ -102,9 +102,9 @@ class _Tracked:
 
 def _validate(records: list[dict[str, Any]], advance: Callable[[], None]) -> str:
     try:
-        from sessionlog.ingest.wire import parse_record
+        from backscroll.ingest.wire import parse_record
     except ImportError as err:
-        return f"skipped: sessionlog.ingest.wire not importable ({err})"
+        return f"skipped: backscroll.ingest.wire not importable ({err})"
     for record in records:
         parse_record(record)  # raises RecordRejected on the first invalid record
         advance()
@@ -125,14 +125,14 @@ def _build_systems(
         return state["pg"]
 
     for name in cfg.systems:
-        if name == "sessionlog":
+        if name == "backscroll":
 
-            def make_sessionlog() -> SearchSystem:
-                from tests.benchmarks.sys_sessionlog import SessionlogSystem
+            def make_backscroll() -> SearchSystem:
+                from tests.benchmarks.sys_backscroll import BackscrollSystem
 
-                return SessionlogSystem(hosts=cfg.opensearch_hosts, index_prefix=cfg.index_prefix)
+                return BackscrollSystem(hosts=cfg.opensearch_hosts, index_prefix=cfg.index_prefix)
 
-            builders.append(("sessionlog", make_sessionlog))
+            builders.append(("backscroll", make_backscroll))
         elif name == "pg_trgm":
             for mode, threshold in cfg.pg_settings:
 
@@ -167,7 +167,7 @@ def _build_systems(
 
                 return EmbeddedSystem()
 
-            builders.append(("sessionlog_embedded", make_embedded))
+            builders.append(("backscroll_embedded", make_embedded))
         else:
             raise ValueError(f"unknown system {name!r} (known: {', '.join(ALL_SYSTEMS)})")
     return builders
@@ -241,7 +241,7 @@ def _load(
             "load_events_per_second": events / load_seconds if load_seconds else None,
             "index_bytes": system.index_bytes(),
         }
-        if label == "sessionlog":
+        if label == "backscroll":
             entry["server_version"] = getattr(system, "server_version", None)
     except Exception as err:  # one broken system must not sink the others' numbers
         console.print_exception()
@@ -372,7 +372,7 @@ def run_relevance(cfg: RelevanceConfig, *, console: Console | None = None, out: 
             if "pg" in state:
                 result["versions"]["postgresql"] = state["pg"].version
             for entry in result["systems"]:
-                if entry["name"] == "sessionlog" and entry.get("server_version"):
+                if entry["name"] == "backscroll" and entry.get("server_version"):
                     result["versions"]["opensearch"] = entry["server_version"]
     finally:
         if "pg" in state:

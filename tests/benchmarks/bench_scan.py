@@ -22,14 +22,14 @@ from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.queries import QueryGenerator
 from tests.benchmarks.sys_embedded import EmbeddedSystem
 
-from sessionlog.query import Scope, SessionQueryRequest
-from sessionlog.query.sqlite_provider import SQLiteProvider
-from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS
+from backscroll.query import Scope, SessionQueryRequest
+from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite_scan import SCAN_MAX_ROWS
 
 
 def build(directory: Path, entries: int, seed: int) -> list[dict[str, Any]]:
     queries_path = directory / "queries.json"
-    if queries_path.exists() and (directory / "sessionlog.db").exists():
+    if queries_path.exists() and (directory / "backscroll.db").exists():
         loaded: list[dict[str, Any]] = json.loads(queries_path.read_text())
         return loaded
     directory.mkdir(parents=True, exist_ok=True)
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     queries = [q for q in build(args.dir, args.entries, args.seed) if q["scope_kind"] == args.scope]
-    path = args.dir / "sessionlog.db"
+    path = args.dir / "backscroll.db"
     sizes(path)
     providers: dict[tuple[str, int], SQLiteProvider] = {}
     took: dict[int, list[float]] = {SCAN_MAX_ROWS: [], 0: []}

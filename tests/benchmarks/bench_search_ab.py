@@ -8,13 +8,13 @@ pair counts. Prints p50 / p95 / p99 per way and the queries that moved most. Not
 pytest. The changes:
 
 ``parts``    an identifier's parts from the rarest part, narrowed to the other words' entries
-             (``sessionlog.query.sqlite_parts``), against the intersection of every part's
+             (``backscroll.query.sqlite_parts``), against the intersection of every part's
              lookups in SQL. The pages must be the same (the tool fails otherwise).
 ``crowded``  a second window of readings when one reading fills the first
-             (``sessionlog.query.readings.crowded``), against none. Pages may differ: that is
+             (``backscroll.query.readings.crowded``), against none. Pages may differ: that is
              the point of the change; how often it fires is printed.
 ``inside``   the entries of a typo's readings inside longer words
-             (``sessionlog.query.readings.inside_readings``), against none. Pages may differ; how
+             (``backscroll.query.readings.inside_readings``), against none. Pages may differ; how
              often a search looks readings up is printed.
 ``narrow``   a workspace scope's hits narrowed to its entries once placing hits one by one would
              cost more than reading them (``SQLiteEngine._narrow_to_scope``), against never. The
@@ -39,11 +39,11 @@ from typing import Any
 
 from tests.benchmarks.metrics import percentile
 
-from sessionlog.query import Scope, SessionQueryRequest, readings, sqlite_hits, sqlite_provider
-from sessionlog.query.builder import QueryPlan
-from sessionlog.query.candidates import Arm
-from sessionlog.query.engine import EngineHit
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.query import Scope, SessionQueryRequest, readings, sqlite_hits, sqlite_provider
+from backscroll.query.builder import QueryPlan
+from backscroll.query.candidates import Arm
+from backscroll.query.engine import EngineHit
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 
 def _in_sql(
@@ -132,7 +132,7 @@ def main() -> None:
     def provider(scope_id: str, way: bool) -> SQLiteProvider:
         if (scope_id, way) not in providers:
             scope = Scope.workspace(scope_id) if args.scope == "workspace" else Scope.session(scope_id)
-            path = args.sqlite / "sessionlog.db"
+            path = args.sqlite / "backscroll.db"
             providers[scope_id, way] = SQLiteProvider(scope, path, request_timeout_s=60.0)
         return providers[scope_id, way]
 

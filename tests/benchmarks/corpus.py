@@ -1,4 +1,4 @@
-"""The benchmark corpus: real conversations as sessionlog wire records.
+"""The benchmark corpus: real conversations as backscroll wire records.
 
 Source
     The PyPI package ``chitchat-dataset`` ships ``dataset.json`` in its wheel: 7,168 real human
@@ -69,7 +69,7 @@ __all__ = [
     "load_conversations",
 ]
 
-#: Event types sessionlog searches by default (spec D8); the baselines index exactly these.
+#: Event types backscroll searches by default (spec D8); the baselines index exactly these.
 SEARCHABLE_TYPES = frozenset({"user/message", "assistant/message", "tool/call", "tool/result"})
 
 _APPEND = {"op": "append"}
@@ -179,7 +179,7 @@ class CorpusStats:
 
 
 class Corpus:
-    """Iterate the corpus: header and event dicts, valid per ``sessionlog.ingest.wire.parse_record``.
+    """Iterate the corpus: header and event dicts, valid per ``backscroll.ingest.wire.parse_record``.
 
     Exactly ``config.entries`` event records are produced (headers are not counted).
     """

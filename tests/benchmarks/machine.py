@@ -47,8 +47,8 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def _sessionlog_version() -> str | None:
-    installed = _dist_version("sessionlog")
+def _backscroll_version() -> str | None:
+    installed = _dist_version("backscroll")
     if installed:
         return installed
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -60,7 +60,7 @@ def package_versions() -> dict[str, Any]:
     return {
         "python": sys.version.split()[0],
         "sqlite": sqlite3.sqlite_version,
-        "sessionlog": _sessionlog_version(),
+        "backscroll": _backscroll_version(),
         "chitchat-dataset": _dist_version("chitchat-dataset"),
         "psycopg": _dist_version("psycopg"),
         "opensearch-py": _dist_version("opensearch-py"),

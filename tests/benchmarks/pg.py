@@ -89,7 +89,7 @@ class PgCluster:
         return argv
 
     def start(self) -> PgCluster:
-        self.root = Path(tempfile.mkdtemp(prefix="sessionlog-bench-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix="backscroll-bench-pg-"))
         data = self.root / "data"
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")

@@ -25,10 +25,10 @@ from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.cpuacct import CpuWindow
 from tests.benchmarks.rounds import mean, orders, pool_cpu
 
-from sessionlog.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, kafka_runner
-from sessionlog.indexer.document import event_document
-from sessionlog.ingest import KafkaSettings, ensure_topics, parse_record
-from sessionlog.ingest.wire import EventRecord
+from backscroll.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, kafka_runner
+from backscroll.indexer.document import event_document
+from backscroll.ingest import KafkaSettings, ensure_topics, parse_record
+from backscroll.ingest.wire import EventRecord
 
 __all__ = ["delete_topic", "produce", "records", "throughput"]
 

@@ -4,8 +4,8 @@ commits) and of each SQL statement the view runs.
 
     python -m tests.benchmarks.profile_embedded_index APPENDED.db [--batch-max 2000]
 
-``APPENDED.db`` is a file that ``sessionlog append`` filled and nothing indexed yet (it is copied
-first, never changed). The runner's collector headroom applies, as in ``sessionlog index``.
+``APPENDED.db`` is a file that ``backscroll append`` filled and nothing indexed yet (it is copied
+first, never changed). The runner's collector headroom applies, as in ``backscroll index``.
 Parts nest: ``events`` and ``fts+vocab`` are inside ``view.write``, ``vocab`` inside
 ``fts+vocab``; ``sql:`` lines are the statements inside them.
 """
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sessionlog.indexer.embedded import embedded_runner
+from backscroll.indexer.embedded import embedded_runner
 
 
 class _TimedConnection:
@@ -65,7 +65,7 @@ def _time_method(obj: object, name: str, key: str, spent: dict[str, float]) -> N
 
 
 def profile(appended: Path, batch_max: int) -> None:
-    with tempfile.TemporaryDirectory(prefix="sessionlog-index-profile-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="backscroll-index-profile-") as tmp:
         path = Path(tmp) / "copy.db"
         shutil.copyfile(appended, path)
         spent: dict[str, float] = defaultdict(float)

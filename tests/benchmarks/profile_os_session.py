@@ -33,7 +33,7 @@ from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.metrics import latency_summary
 from tests.benchmarks.queries import QueryGenerator
 
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
 
 __all__ = ["main", "session_queries"]
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=40, help="per variant, as the speed run")
     parser.add_argument("--index-prefix", required=True)
     parser.add_argument(
-        "--opensearch", default=os.environ.get("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:9200")
+        "--opensearch", default=os.environ.get("BACKSCROLL_OPENSEARCH_URL", "http://127.0.0.1:9200")
     )
     parser.add_argument("--repeat", type=int, default=10, help="passes over the queries")
     parser.add_argument("--cprofile", action="store_true", help="print the top Python functions")

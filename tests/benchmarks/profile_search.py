@@ -29,9 +29,9 @@ from typing import Any
 
 from tests.benchmarks.metrics import latency_summary
 
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
-from sessionlog.query.builder import count_body, search_body
-from sessionlog.query.plan import plan_request
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
+from backscroll.query.builder import count_body, search_body
+from backscroll.query.plan import plan_request
 
 __all__ = ["main"]
 

@@ -26,12 +26,12 @@ from typing import Any
 from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.sys_embedded import EmbeddedSystem
 
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest, readings
-from sessionlog.query.deadline import Deadline
-from sessionlog.query.engine import EngineHit, EngineQuery
-from sessionlog.query.provider import SearchProvider
-from sessionlog.query.scoring import score_text, text_reading
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest, readings
+from backscroll.query.deadline import Deadline
+from backscroll.query.engine import EngineHit, EngineQuery
+from backscroll.query.provider import SearchProvider
+from backscroll.query.scoring import score_text, text_reading
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 _MISSED = ("typo1_insert", "typo1_delete", "id_substring")
 
@@ -54,7 +54,7 @@ class _Providers:
         if key not in self.cache:
             scope = Scope.session(scope_id) if scope_kind == "session" else Scope.workspace(scope_id)
             if self.args.sqlite is not None:
-                path = self.args.sqlite / "sessionlog.db"
+                path = self.args.sqlite / "backscroll.db"
                 self.cache[key] = SQLiteProvider(scope, path, request_timeout_s=60.0)
             else:
                 self.cache[key] = OpenSearchProvider(
@@ -98,7 +98,7 @@ def _explain(
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("result", type=Path, nargs="?", help="a relevance result JSON with its query list")
-    parser.add_argument("--sqlite", type=Path, help="directory of the embedded file (sessionlog.db)")
+    parser.add_argument("--sqlite", type=Path, help="directory of the embedded file (backscroll.db)")
     parser.add_argument("--index-prefix", help="OpenSearch index prefix the run loaded")
     parser.add_argument("--opensearch", default="http://127.0.0.1:9200")
     parser.add_argument("--variants", default=",".join(_MISSED), help="comma list ('all': every variant)")
@@ -116,7 +116,7 @@ def main() -> None:
     queries = json.loads(args.result.read_text("utf-8"))["query_list"]
     wanted = None if args.variants == "all" else set(args.variants.split(","))
     providers = _Providers(args)
-    db = sqlite3.connect(args.sqlite / "sessionlog.db") if args.sqlite is not None else None
+    db = sqlite3.connect(args.sqlite / "backscroll.db") if args.sqlite is not None else None
     recall: dict[str, list[float]] = defaultdict(list)
     ceiling: dict[str, list[float]] = defaultdict(list)
     try:

@@ -23,7 +23,7 @@ import orjson
 from opensearchpy import OpenSearch
 from tests.benchmarks.profile_os_session import session_queries
 
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
 
 __all__ = ["main"]
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--index-prefix", required=True)
     parser.add_argument(
-        "--opensearch", default=os.environ.get("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:9200")
+        "--opensearch", default=os.environ.get("BACKSCROLL_OPENSEARCH_URL", "http://127.0.0.1:9200")
     )
     args = parser.parse_args(argv)
     queries = session_queries(args.entries, args.seed, 40)[: args.queries]

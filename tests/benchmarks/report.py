@@ -74,17 +74,17 @@ def _by_size(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _targets(run: dict[str, Any]) -> list[str]:
     systems = _measured(run)
-    ours = next((s for s in systems if s["name"] == "sessionlog"), None)
+    ours = next((s for s in systems if s["name"] == "backscroll"), None)
     entries = run["config"]["entries"]
     lines = ["### Targets of issue 4: where we stand", ""]
     if ours is None:
-        skipped = next((s for s in run["systems"] if s["name"] == "sessionlog"), None)
+        skipped = next((s for s in run["systems"] if s["name"] == "backscroll"), None)
         why = skipped.get("skipped_reason") or skipped.get("error") if skipped else "not requested"
-        lines.append(f"sessionlog was not measured in this run ({why}); the targets are open.")
+        lines.append(f"backscroll was not measured in this run ({why}); the targets are open.")
         return [*lines, ""]
     rel = ours["relevance"]
     worst = min(TYPO_ACCENT, key=lambda v: rel[v]["all"]["recall_at_10"])
-    baselines = [s for s in systems if not s["name"].startswith("sessionlog")]
+    baselines = [s for s in systems if not s["name"].startswith("backscroll")]
     best = max(baselines, key=lambda s: s["relevance"]["all"]["all"]["recall_at_10"], default=None)
     lat = ours["latency_ms"]
     lines.append(
@@ -94,7 +94,7 @@ def _targets(run: dict[str, Any]) -> list[str]:
     if best is not None:
         lines.append(
             "- overall recall@10 ≥ best baseline + 0.05: "
-            f"sessionlog {_f(rel['all']['all']['recall_at_10'])}, "
+            f"backscroll {_f(rel['all']['all']['recall_at_10'])}, "
             f"best baseline {best['name']} {_f(best['relevance']['all']['all']['recall_at_10'])}."
         )
     lines.append(
@@ -118,7 +118,7 @@ def _targets(run: dict[str, Any]) -> list[str]:
 def _relevance_targets(run: dict[str, Any]) -> list[str]:
     """Issues 14 and 18: every variant, overall, MRR, the margin over pg_trgm, clean and accents."""
     systems = _measured(run)
-    ours = [s for s in systems if s["name"].startswith("sessionlog")]
+    ours = [s for s in systems if s["name"].startswith("backscroll")]
     trgm = [s for s in systems if s["name"].startswith("pg_trgm")]
     if not ours:
         return []
@@ -318,7 +318,7 @@ def render(runs: list[dict[str, Any]], img_dir_rel: str = "img") -> str:
         "first relevant entry (0 if none in the top 10); both averaged over queries.",
         "- Systems: `tests/benchmarks/sys_*.py`; PostgreSQL runs in a private cluster started by the "
         "benchmark (settings in `tests/benchmarks/pg.py`); every system indexes only the searchable "
-        "event types of spec D8 (sessionlog filters them itself).",
+        "event types of spec D8 (backscroll filters them itself).",
         "",
         END,
     ]
@@ -418,12 +418,12 @@ def write_docs(
     else:
         text = (
             "# Benchmarks\n\n"
-            "sessionlog side by side with what a user would otherwise use: PostgreSQL `pg_trgm`, SQLite "
+            "backscroll side by side with what a user would otherwise use: PostgreSQL `pg_trgm`, SQLite "
             "FTS5 (trigram) and a plain `ILIKE` — same corpus, same queries, same machine, one run "
             "(issue 4). Run on demand only, never by the default test run:\n\n"
             "```sh\n"
             "pip install -e '.[bench]'            # chitchat-dataset, psycopg, matplotlib, confluent-kafka\n"
-            "sessionlog up                        # OpenSearch for the sessionlog system (optional)\n"
+            "backscroll up                        # OpenSearch for the backscroll system (optional)\n"
             "python -m tests.benchmarks.run relevance --entries 100000,1000000 --report\n"
             "```\n\n"
             "PostgreSQL comes from Debian's packages (installed with apt-get when missing) and runs as a "

@@ -8,8 +8,8 @@
 
 (``python tests/benchmarks/run.py ...`` works too.) Needs the ``[bench]`` extra
 (``pip install -e '.[bench]'``), PostgreSQL server packages for the pg baselines (installed with
-apt-get when missing and running as root), and for the sessionlog system its provider plus a running
-OpenSearch (``sessionlog up``). Results go to ``tests/benchmarks/results/`` (git-ignored).
+apt-get when missing and running as root), and for the backscroll system its provider plus a running
+OpenSearch (``backscroll up``). Results go to ``tests/benchmarks/results/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 if __package__ in (None, ""):
     sys.path.insert(0, str(ROOT))
-if importlib.util.find_spec("sessionlog") is None:
+if importlib.util.find_spec("backscroll") is None:
     for source_root in ("src", "ingest/src", "indexer/src", "query/src"):
         sys.path.insert(0, str(ROOT / source_root))
 

@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("path", type=Path, help="an embedded sessionlog file")
+    parser.add_argument("path", type=Path, help="an embedded backscroll file")
     args = parser.parse_args(argv)
     if not args.path.is_file():
         parser.error(f"no such file: {args.path}")

@@ -8,12 +8,12 @@
 Rows, each against its peer in the same run (the functions are in ``speed_rows``): appender
 durable per process vs confluent-kafka with the same validation; indexer end to end vs raw
 ``parallel_bulk`` (and 1 vs 2 worker processes when ``bench_pipeline`` offers it);
-``sessionlog append FILE`` embedded and Kafka vs ``append_many``; load from empty to searchable on
+``backscroll append FILE`` embedded and Kafka vs ``append_many``; load from empty to searchable on
 both backends vs PostgreSQL COPY + GIN trigram build; search p50/p95/p99 by scope vs pg_trgm
 word_similarity 0.4; on-disk size vs pg_trgm's table + indexes. Sizes of 1,000,000 entries and more
 run only the search row (embedded and pg_trgm; issue 15's 1M targets are the embedded backend's).
 
-Needs the ``[bench]`` extra, the local stack (``sessionlog up``) and PostgreSQL from Debian's
+Needs the ``[bench]`` extra, the local stack (``backscroll up``) and PostgreSQL from Debian's
 packages (installed with apt-get when missing). The result goes to
 ``tests/benchmarks/results/speed-<time>.json`` (git-ignored), then ``report`` writes the section
 between ``<!-- BEGIN speed -->`` and ``<!-- END speed -->`` of docs/benchmarks.md and
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, command: str, console: Console) -> Path:
         if "load" in wanted:
             got["load"] = _step(console, "load", speed_rows.load_row, entries, args.seed, rounds=args.rounds)
         if "search" in wanted:
-            systems = ("embedded",) if big else ("sessionlog", "embedded")
+            systems = ("embedded",) if big else ("backscroll", "embedded")
             got["search"] = _step(
                 console,
                 "search",
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--opensearch", default=os.environ.get("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:9200")
+        "--opensearch", default=os.environ.get("BACKSCROLL_OPENSEARCH_URL", "http://127.0.0.1:9200")
     )
     parser.add_argument("--index-prefix", default="speedbench", help="OpenSearch prefix of the search row")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)

@@ -23,7 +23,7 @@ def plots(result: dict[str, Any], img_dir: Path) -> list[Path]:
     runs = sorted(result["runs"], key=lambda r: int(r["entries"]))
     title = " (quick smoke run)" if result.get("quick") else ""
     series: list[tuple[str, Callable[[dict[str, Any]], float | None], str]] = [
-        ("append: sessionlog durable", lambda r: point(r, ("append", "sessionlog", "sustained_eps")), "-"),
+        ("append: backscroll durable", lambda r: point(r, ("append", "backscroll", "sustained_eps")), "-"),
         (
             "append: confluent + validation",
             lambda r: point(r, ("append", "confluent_validated", "sustained_eps")),
@@ -87,7 +87,7 @@ def plots(result: dict[str, Any], img_dir: Path) -> list[Path]:
     written.append(path)
 
     fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
-    names = [("sessionlog", "OpenSearch"), ("sessionlog_embedded", "embedded"), (PG, "pg_trgm 0.4")]
+    names = [("backscroll", "OpenSearch"), ("backscroll_embedded", "embedded"), (PG, "pg_trgm 0.4")]
     for ax, scope in zip(axes, ("session", "workspace"), strict=True):
         for index, (key, name) in enumerate(names):
             lat: list[tuple[int, float | None, float | None]] = []

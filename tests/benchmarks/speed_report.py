@@ -117,7 +117,7 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
             if isinstance(result.get("warmup"), dict) and "events" in result["warmup"]
             else []
         ),
-        "- **Appender**: `bench_append.run_sessionlog` (durable, fsync interval) and `run_confluent` (the "
+        "- **Appender**: `bench_append.run_backscroll` (durable, fsync interval) and `run_confluent` (the "
         "byte-identical records, the same pydantic validation and encoding on the caller's thread), "
         "min(entries, 100,000) events of ~300 B, 4 partitions; ev/s until every record is acknowledged; "
         "and `run_kafka_python` (kafka-python alone with the appender's producer settings, pre-encoded "
@@ -127,11 +127,11 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
         "- **Indexer**: `bench_pipeline.throughput` (the corpus produced to a fresh topic, indexed end to "
         "end by the worker, vs the same documents through `parallel_bulk` with 2 threads; with the CPU "
         "each side took, when the result has it); worker scaling when `bench_pipeline` offers `workers`.",
-        "- **append FILE**: `bench_cli_append.measure` (`sessionlog append FILE` in a subprocess, embedded "
+        "- **append FILE**: `bench_cli_append.measure` (`backscroll append FILE` in a subprocess, embedded "
         "and Kafka, vs `SQLiteEntryLog.append_many` of 2,000 parsed records per call), rates on the wall "
         "clock.",
         "- **Load**: the corpus (generated before the clock starts) appended to an empty log and indexed "
-        "until searchable: `bench_load` (the CLI: `sessionlog append FILE`, then `sessionlog index "
+        "until searchable: `bench_load` (the CLI: `backscroll append FILE`, then `backscroll index "
         "--until-idle`) when the checkout has it, else `bench_console.load_embedded` / `load_stack`; the "
         "PostgreSQL peer is `COPY` + GIN trigram + btree indexes + `VACUUM ANALYZE` of the same corpus.",
         *(
@@ -145,7 +145,7 @@ def render(result: dict[str, Any], img_dir_rel: str = "img") -> str:
             if (n := _rounds(head)) > 1
             else []
         ),
-        "- **Search**: `bench_relevance.run_relevance` with the sessionlog systems and pg_trgm "
+        "- **Search**: `bench_relevance.run_relevance` with the backscroll systems and pg_trgm "
         "word_similarity 0.4: known-item queries of every variant, one at a time, client side; from 1M "
         "entries on only the embedded backend and pg_trgm run.",
         *(

@@ -3,19 +3,19 @@ table, each returning a JSON-ready dict (numbers only; targets are judged by ``s
 
 Every row calls the benchmark that owns it, so a change to a benchmark shows up here unchanged:
 
-* ``append``: ``bench_append.run_sessionlog`` (durable default) and ``bench_append.run_confluent``
+* ``append``: ``bench_append.run_backscroll`` (durable default) and ``bench_append.run_confluent``
   (confluent-kafka with the same validation) over the same records;
 * ``indexer``: ``pipeline_throughput.throughput`` (end to end vs raw ``parallel_bulk``, in rounds
   of alternating order), and 1 vs 2
   worker processes through ``bench_pipeline.scaling`` when this checkout has it;
-* ``cli``: ``bench_cli_append.measure`` (``sessionlog append FILE`` embedded and Kafka, and the
+* ``cli``: ``bench_cli_append.measure`` (``backscroll append FILE`` embedded and Kafka, and the
   ``append_many`` ceiling);
 * ``load``: ``bench_load`` (the CLI's ``append FILE`` then ``index --until-idle`` on both
   backends, and PostgreSQL COPY + GIN) when this checkout has it, else ``bench_console``'s
   ``load_embedded`` / ``load_stack`` (in process: ``append_many``, then the indexer); with
   ``bench_load``, the embedded load and PostgreSQL's in rounds of alternating order;
 * ``search`` (latency, plus pg_trgm's load time and size): ``bench_relevance.run_relevance`` with
-  the two sessionlog systems and pg_trgm ``word_similarity`` 0.4.
+  the two backscroll systems and pg_trgm ``word_similarity`` 0.4.
 """
 
 from __future__ import annotations
@@ -41,16 +41,16 @@ PG_LABEL = "pg_trgm word_similarity≥0.4"
 def append_row(events: int) -> dict[str, Any]:
     """Durable appender (per process) vs confluent-kafka with the same validation, same records;
     and kafka-python alone (pre-encoded, no validation): the most any appender built on it gets."""
-    from tests.benchmarks.bench_append import records, run_confluent, run_kafka_python, run_sessionlog
+    from tests.benchmarks.bench_append import records, run_backscroll, run_confluent, run_kafka_python
 
-    from sessionlog.ingest import KafkaSettings
+    from backscroll.ingest import KafkaSettings
 
     kafka = KafkaSettings()
     data = records(events + 1, 20, 200)
-    ours = run_sessionlog(kafka, data, durable=True, fsync="interval")
+    ours = run_backscroll(kafka, data, durable=True, fsync="interval")
     peer = run_confluent(kafka, data, validate=True, linger_ms=5)
     client = run_kafka_python(kafka, data)
-    return {"events": events, "sessionlog": ours, "confluent_validated": peer, "kafka_python": client}
+    return {"events": events, "backscroll": ours, "confluent_validated": peer, "kafka_python": client}
 
 
 def warm_servers(events: int, console: Console) -> dict[str, Any]:
@@ -101,7 +101,7 @@ def indexer_row(events: int, console: Console, *, rounds: int = 1) -> dict[str, 
 
 
 def cli_row(events: int) -> dict[str, Any]:
-    """``sessionlog append FILE`` embedded and Kafka vs ``SQLiteEntryLog.append_many``."""
+    """``backscroll append FILE`` embedded and Kafka vs ``SQLiteEntryLog.append_many``."""
     from tests.benchmarks.bench_cli_append import measure
 
     return {"events": events, "paths": {name: row for name, row in measure(events)}}
@@ -114,7 +114,7 @@ def _file_bytes(path: Path) -> int:
 
 
 def _opensearch_bytes(opensearch: Any) -> int:
-    from sessionlog.indexer import OpenSearchView
+    from backscroll.indexer import OpenSearchView
 
     view = OpenSearchView(opensearch)
     try:
@@ -146,8 +146,8 @@ def load_row(entries: int, seed: int, *, stack: bool = True, rounds: int = 1) ->
         "records": sum(len(b) for b in batches),
         "events": sum(1 for b in batches for r in b if r.get("kind") == "event"),
     }
-    with tempfile.TemporaryDirectory(prefix="sessionlog-speed-") as tmp:
-        path = Path(tmp) / "sessionlog.db"
+    with tempfile.TemporaryDirectory(prefix="backscroll-speed-") as tmp:
+        path = Path(tmp) / "backscroll.db"
         timings = load_embedded(path, batches)
         row["embedded"] = timings | {"seconds": sum(timings.values()), "bytes": _file_bytes(path)}
     if stack:
@@ -163,14 +163,14 @@ def load_row(entries: int, seed: int, *, stack: bool = True, rounds: int = 1) ->
 def _load_via_cli(entries: int, seed: int, *, stack: bool, rounds: int) -> dict[str, Any]:
     bench_load: Any = importlib.import_module("tests.benchmarks.bench_load")
     row: dict[str, Any] = {
-        "via": "bench_load (the CLI: `sessionlog append FILE`, then `sessionlog index --until-idle`)",
+        "via": "bench_load (the CLI: `backscroll append FILE`, then `backscroll index --until-idle`)",
         "entries": entries,
         "events": entries,
     }
     embedded: list[dict[str, Any]] = []
     pg: list[dict[str, Any]] = []
     measured: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="sessionlog-speed-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="backscroll-speed-") as tmp:
         corpus = Path(tmp) / "corpus.jsonl"
         row["records"], row["wire_bytes"], probe = bench_load._write_corpus(entries, seed, corpus)
         for i, order in enumerate(orders(rounds, "embedded", "pg")):
@@ -216,7 +216,7 @@ def _pooled_load(found: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _drop_prefix(hosts: str, index_prefix: str) -> None:
-    from sessionlog.indexer import OpenSearchView
+    from backscroll.indexer import OpenSearchView
 
     view = OpenSearchView(hosts=hosts, index_prefix=index_prefix)
     try:
@@ -257,7 +257,7 @@ def search_row(
     try:
         path = run_relevance(cfg, console=console, out=out)
     finally:
-        if "sessionlog" in systems:
+        if "backscroll" in systems:
             _drop_prefix(opensearch, index_prefix)  # hundreds of MB at 272k on a shared server
     result = json.loads(path.read_text(encoding="utf-8"))
     row: dict[str, Any] = {"result_file": path.name, "queries": result.get("queries", {}).get("count")}

@@ -41,7 +41,7 @@ __all__ = [
 
 BIG = 1_000_000
 PG = "pg_trgm word_similarity≥0.4"
-BACKENDS = (("sessionlog", "OpenSearch"), ("sessionlog_embedded", "embedded"))
+BACKENDS = (("backscroll", "OpenSearch"), ("backscroll_embedded", "embedded"))
 
 
 def big_run(result: dict[str, Any]) -> dict[str, Any] | None:
@@ -84,7 +84,7 @@ def _load_rows(run: dict[str, Any]) -> list[Row]:
         if ours.get("found") is False:
             now += ", probe entry **not found** afterwards"
         now += cpu_text(
-            ours.get("index_cpu") or {}, "index step CPU", ("command_cpu_s", "`sessionlog index`")
+            ours.get("index_cpu") or {}, "index step CPU", ("command_cpu_s", "`backscroll index`")
         )
         status = status_of([(ratio is not None and ratio <= 3.0, f"{fmt_x(ratio)} > 3×")])
         shown = fmt_x(ratio) + (rounds_text((row or {}).get("rounds")) if key == "embedded" else "")
@@ -157,7 +157,7 @@ def _big_rows(result: dict[str, Any]) -> list[Row]:
     out = []
     for scope, limit in targets:
         label = f"{scope}-scoped search p99 at {run['entries']:,} (embedded)"
-        system = (row or {}).get("sessionlog_embedded") or {}
+        system = (row or {}).get("backscroll_embedded") or {}
         peer = f"pg_trgm word_similarity 0.4: {fmt_ms(latency(pg, scope, 'p99'))}"
         if why or not system.get("available"):
             reason = why or system.get("skipped_reason") or system.get("error") or "not measured"
@@ -175,7 +175,7 @@ def _size_rows(run: dict[str, Any]) -> list[Row]:
     why = missing_reason(row, "load")
     peer_bytes = pg_load(run).get("index_bytes")
     peer = f"pg_trgm table + indexes: {fmt_mib(peer_bytes)}"
-    searched = ((run["rows"].get("search") or {}).get("sessionlog")) or {}
+    searched = ((run["rows"].get("search") or {}).get("backscroll")) or {}
     out = []
     for key, name, target in (
         ("embedded", "embedded: log + projection, one file", "≤ 1.5× pg_trgm"),
@@ -216,7 +216,7 @@ def size_table(result: dict[str, Any]) -> list[str]:
         rows.append(
             [
                 f"{run['entries']:,}",
-                fmt_num((app.get("sessionlog") or {}).get("sustained_eps"))
+                fmt_num((app.get("backscroll") or {}).get("sustained_eps"))
                 + " / "
                 + fmt_num((app.get("confluent_validated") or {}).get("sustained_eps")),
                 fmt_num(idx.get("indexer_events_per_s")) + " / " + fmt_num(idx.get("raw_events_per_s")),
@@ -231,12 +231,12 @@ def size_table(result: dict[str, Any]) -> list[str]:
                 + " / "
                 + fmt_num(pg.get("load_seconds"), digits=1),
                 " · ".join(
-                    [lat("sessionlog", "session"), lat("sessionlog_embedded", "session"), lat(PG, "session")]
+                    [lat("backscroll", "session"), lat("backscroll_embedded", "session"), lat(PG, "session")]
                 ),
                 " · ".join(
                     [
-                        lat("sessionlog", "workspace"),
-                        lat("sessionlog_embedded", "workspace"),
+                        lat("backscroll", "workspace"),
+                        lat("backscroll_embedded", "workspace"),
                         lat(PG, "workspace"),
                     ]
                 ),

@@ -34,7 +34,7 @@ def append_rows(run: dict[str, Any]) -> list[Row]:
                 why or "",
             ]
         ]
-    ours, peer = row["sessionlog"], row["confluent_validated"]
+    ours, peer = row["backscroll"], row["confluent_validated"]
     ratio = ratio_of(ours["sustained_eps"], peer["sustained_eps"])
     p99_ms = ours["p99_us"] / 1000
     status = status_of(
@@ -154,7 +154,7 @@ def cli_rows(run: dict[str, Any]) -> list[Row]:
     if why or row is None:
         return [
             [
-                f"`sessionlog append FILE` ({name})",
+                f"`backscroll append FILE` ({name})",
                 "–",
                 "`append_many`",
                 "–",
@@ -168,7 +168,7 @@ def cli_rows(run: dict[str, Any]) -> list[Row]:
     out = []
     for key, name, target in wanted:
         ours = paths.get(key)
-        label = f"`sessionlog append FILE` ({name})"
+        label = f"`backscroll append FILE` ({name})"
         if not ours:
             out.append([label, "–", "`append_many`", "–", f"≥ {target:,} rec/s", "not measured"])
             continue

@@ -1,13 +1,13 @@
-"""sessionlog's embedded backend: the SQLite projection, queried through ``SQLiteProvider``.
+"""backscroll's embedded backend: the SQLite projection, queried through ``SQLiteProvider``.
 
 The same projection code as the OpenSearch system (``SessionProjection`` → documents), written by
 ``SQLiteView.write_records`` into one SQLite file (FTS5 ``unicode61`` words and ``trigram``
 substrings over accent-folded text, plus the vocabulary used for typo candidates), and searched
 with the embedded provider: candidate generation from those indexes, exact re-ranking with the
-Python tiers of ``sessionlog.query.scoring``. No server; the file lives in a temporary directory.
+Python tiers of ``backscroll.query.scoring``. No server; the file lives in a temporary directory.
 
 ``write_records`` keeps per-session state only within one call, so batches are cut at session
-boundaries (the corpus emits sessions contiguously), exactly as ``sys_sessionlog`` does.
+boundaries (the corpus emits sessions contiguously), exactly as ``sys_backscroll`` does.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from tests.benchmarks.base import SystemUnavailable
 __all__ = ["EmbeddedSearches", "EmbeddedSystem", "unavailable_reason"]
 
 try:
-    from sessionlog.indexer.sqlite_view import SQLiteView
-    from sessionlog.ingest.wire import parse_record
-    from sessionlog.query import Scope, SessionQueryRequest
-    from sessionlog.query.sqlite_provider import SQLiteProvider
+    from backscroll.indexer.sqlite_view import SQLiteView
+    from backscroll.ingest.wire import parse_record
+    from backscroll.query import Scope, SessionQueryRequest
+    from backscroll.query.sqlite_provider import SQLiteProvider
 except ImportError as err:  # the embedded backend is not installed in this checkout
     _IMPORT_ERROR: ImportError | None = err
 else:
@@ -41,7 +41,7 @@ _MAX_PROVIDERS = 256
 def unavailable_reason() -> str | None:
     """Why the embedded system cannot run here, or ``None`` when it can."""
     if _IMPORT_ERROR is not None:
-        return f"sessionlog embedded backend not importable ({_IMPORT_ERROR})"
+        return f"backscroll embedded backend not importable ({_IMPORT_ERROR})"
     if sqlite3.sqlite_version_info < (3, 35, 0):
         return f"SQLite {sqlite3.sqlite_version} is too old (needs 3.35: FTS5 trigram, RETURNING)"
     return None
@@ -84,7 +84,7 @@ class EmbeddedSearches:
 
 
 class EmbeddedSystem:
-    name = "sessionlog_embedded"
+    name = "backscroll_embedded"
 
     def __init__(self, directory: str | Path | None = None) -> None:
         reason = unavailable_reason()
@@ -94,9 +94,9 @@ class EmbeddedSystem:
         self.dir = (
             Path(directory)
             if directory is not None
-            else Path(tempfile.mkdtemp(prefix="sessionlog-bench-emb-"))
+            else Path(tempfile.mkdtemp(prefix="backscroll-bench-emb-"))
         )
-        self.path = self.dir / "sessionlog.db"
+        self.path = self.dir / "backscroll.db"
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self.searches = EmbeddedSearches(self.path)
@@ -116,7 +116,7 @@ class EmbeddedSystem:
                 batch.append(parse_record(entry))
             if batch:
                 view.write_records(batch)
-            view.compact()  # what `sessionlog rebuild` and `index --until-idle --compact` do
+            view.compact()  # what `backscroll rebuild` and `index --until-idle --compact` do
             view.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def search(self, scope_kind: str, scope_id: str, query: str, limit: int = 10) -> list[str]:

@@ -33,7 +33,7 @@ class Fts5System:
             raise SystemUnavailable(
                 f"SQLite {sqlite3.sqlite_version} has no FTS5 trigram tokenizer (needs 3.34)"
             )
-        self.dir = Path(tempfile.mkdtemp(prefix="sessionlog-bench-fts5-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="backscroll-bench-fts5-"))
         self.path = self.dir / "fts.db"
         self._db: sqlite3.Connection | None = None
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from sessionlog.backend import Backend
-from sessionlog.console.app import create_app
-from sessionlog.console.settings import Grants
-from sessionlog.console.source import ConsoleSource
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.backend import Backend
+from backscroll.console.app import create_app
+from backscroll.console.settings import Grants
+from backscroll.console.source import ConsoleSource
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
 BASE = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 PAGING_MATCHES = 120

@@ -15,9 +15,9 @@ from urllib.parse import quote
 from tests.console.browser import open_chromium
 from tests.console.conftest import embedded, live_console
 
-from sessionlog.cli.workload import demo_records
-from sessionlog.console.settings import Grants
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.cli.workload import demo_records
+from backscroll.console.settings import Grants
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
 PAGES = {
     "console-search.png": "/search?q=" + quote("revnue forcast zurich"),

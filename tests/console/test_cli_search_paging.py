@@ -1,4 +1,4 @@
-"""``sessionlog search --cursor / --all`` and ``SESSIONLOG_CURSOR_KEY`` on the embedded backend."""
+"""``backscroll search --cursor / --all`` and ``BACKSCROLL_CURSOR_KEY`` on the embedded backend."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ import pytest
 from tests.console.conftest import PAGING_MATCHES, build_corpus
 from typer.testing import CliRunner
 
-from sessionlog.cli.main import app
+from backscroll.cli.main import app
 
 
 @pytest.fixture
 def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = build_corpus(tmp_path / "cli.db")
     monkeypatch.chdir(tmp_path)  # no stray .env
-    for name in ("SESSIONLOG_BACKEND", "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "SESSIONLOG_OPENSEARCH_URL"):
+    for name in ("BACKSCROLL_BACKEND", "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "BACKSCROLL_OPENSEARCH_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(path))
+    monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(path))
     return path
 
 
@@ -37,7 +37,7 @@ def test_all_streams_every_match_once_as_jsonl(cli_env: Path) -> None:
 def test_a_cursor_from_one_process_works_in_the_next_with_a_configured_key(
     cli_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "a-shared-secret-for-cursors")
+    monkeypatch.setenv("BACKSCROLL_CURSOR_KEY", "a-shared-secret-for-cursors")
     code, out = search("zeppelin", "-w", "ws-page", "--limit", "50", "--json")
     first = orjson.loads(out)
     assert code == 0 and first["next_cursor"]
@@ -56,10 +56,10 @@ def test_a_cursor_from_one_process_works_in_the_next_with_a_configured_key(
     rest = [orjson.loads(line)["entry_id"] for line in out.splitlines()]
     assert len(rest) == PAGING_MATCHES - 50 and not page_one & set(rest)
     # Another key (or none: a random one per process) refuses it.
-    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "another-secret-for-cursors")
+    monkeypatch.setenv("BACKSCROLL_CURSOR_KEY", "another-secret-for-cursors")
     code, out = search("zeppelin", "-w", "ws-page", "--limit", "50", "--cursor", first["next_cursor"])
     assert code == 1
-    monkeypatch.delenv("SESSIONLOG_CURSOR_KEY")
+    monkeypatch.delenv("BACKSCROLL_CURSOR_KEY")
     code, _ = search("zeppelin", "-w", "ws-page", "--limit", "50", "--cursor", first["next_cursor"])
     assert code == 1
 
@@ -67,7 +67,7 @@ def test_a_cursor_from_one_process_works_in_the_next_with_a_configured_key(
 def test_a_cursor_for_another_query_or_scope_is_refused(
     cli_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "a-shared-secret-for-cursors")
+    monkeypatch.setenv("BACKSCROLL_CURSOR_KEY", "a-shared-secret-for-cursors")
     _, out = search("zeppelin", "-w", "ws-page", "--limit", "50", "--json")
     cursor = orjson.loads(out)["next_cursor"]
     assert search("zeppelin", "-w", "ws-a", "--limit", "50", "--cursor", cursor)[0] == 1
@@ -75,25 +75,25 @@ def test_a_cursor_for_another_query_or_scope_is_refused(
 
 
 def test_a_short_cursor_key_is_a_configuration_error(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "short")
+    monkeypatch.setenv("BACKSCROLL_CURSOR_KEY", "short")
     result = CliRunner().invoke(app, ["search", "zeppelin", "-w", "ws-page"])
-    assert result.exit_code != 0 and "SESSIONLOG_CURSOR_KEY" in result.output
+    assert result.exit_code != 0 and "BACKSCROLL_CURSOR_KEY" in result.output
 
 
 def test_the_console_refuses_a_public_address_without_a_token(
     cli_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("SESSIONLOG_CONSOLE_TOKEN", "SESSIONLOG_CONSOLE_TOKENS"):
+    for name in ("BACKSCROLL_CONSOLE_TOKEN", "BACKSCROLL_CONSOLE_TOKENS"):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(app, ["console", "--host", "0.0.0.0", "--port", "1"])
-    assert result.exit_code == 2 and "SESSIONLOG_CONSOLE_TOKEN" in result.output
-    monkeypatch.setenv("SESSIONLOG_CONSOLE_TOKENS", '{"too-short": ["ws-a"]}')
+    assert result.exit_code == 2 and "BACKSCROLL_CONSOLE_TOKEN" in result.output
+    monkeypatch.setenv("BACKSCROLL_CONSOLE_TOKENS", '{"too-short": ["ws-a"]}')
     result = CliRunner().invoke(app, ["console", "--port", "1"])
     assert result.exit_code == 2 and "16 characters" in result.output and "too-short" not in result.output
-    monkeypatch.delenv("SESSIONLOG_CONSOLE_TOKENS")
-    monkeypatch.setenv("SESSIONLOG_CURSOR_KEY", "short")
+    monkeypatch.delenv("BACKSCROLL_CONSOLE_TOKENS")
+    monkeypatch.setenv("BACKSCROLL_CURSOR_KEY", "short")
     result = CliRunner().invoke(app, ["console", "--port", "1"])
-    assert result.exit_code == 2 and "SESSIONLOG_CURSOR_KEY" in result.output
+    assert result.exit_code == 2 and "BACKSCROLL_CURSOR_KEY" in result.output
 
 
 def test_since_and_until_bound_the_search(cli_env: Path) -> None:

@@ -63,7 +63,7 @@ def sign_in(driver: Any, base: str, token: str) -> None:
 
 @pytest.fixture
 def full(driver: Any, base: str) -> Any:
-    if not any(c["name"] == "sessionlog_console" for c in driver.get_cookies()):
+    if not any(c["name"] == "backscroll_console" for c in driver.get_cookies()):
         sign_in(driver, base, FULL_TOKEN)
     return driver
 

@@ -13,8 +13,8 @@ import pytest
 from tests.console.conftest import FULL_TOKEN, LIMITED_TOKEN, PAGING_MATCHES, embedded, grants, live_console
 from tests.console.http import call
 
-from sessionlog.console.security import CSP
-from sessionlog.console.settings import Grants
+from backscroll.console.security import CSP
+from backscroll.console.settings import Grants
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_paging_walks_every_match_once(base: str) -> None:
 
 
 def test_a_cursor_survives_a_console_restart(corpus_path: Path) -> None:
-    """The cursor key is configured (SESSIONLOG_CURSOR_KEY), not drawn per process."""
+    """The cursor key is configured (BACKSCROLL_CURSOR_KEY), not drawn per process."""
     with live_console(embedded(corpus_path), Grants({})) as first:
         body = call(first + "/search?q=zeppelin").body
         next_link = re.search(r'<a href="([^"]+)" id="next"', body)
@@ -177,9 +177,9 @@ def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Pat
 
     from tests.console.conftest import corpus_records
 
-    from sessionlog.backend import Backend
-    from sessionlog.indexer.embedded import embedded_runner
-    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+    from backscroll.backend import Backend
+    from backscroll.indexer.embedded import embedded_runner
+    from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
     path = tmp_path / "h.db"
     records = list(corpus_records())
@@ -218,7 +218,7 @@ def test_search_filters_workspaces_kinds_session_and_time(base: str) -> None:
 def test_long_sessions_page_by_101_events_and_export_whole(tmp_path: Path) -> None:
     from tests.console.conftest import _event, _header
 
-    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+    from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
     path = tmp_path / "long.db"
     with SQLiteEntryLog(path) as log:

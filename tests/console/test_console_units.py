@@ -14,12 +14,12 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from tests.console.conftest import embedded
 
-from sessionlog.console.security import Guard, safe_next, same_origin
-from sessionlog.console.settings import Access, ConsoleSettings, Grants, is_loopback
-from sessionlog.console.source import ConsoleSource
-from sessionlog.console.views import highlight, lineage_from_listing
-from sessionlog.query import SessionHeader, SessionRecord
-from sessionlog.query.contract import parse_time
+from backscroll.console.security import Guard, safe_next, same_origin
+from backscroll.console.settings import Access, ConsoleSettings, Grants, is_loopback
+from backscroll.console.source import ConsoleSource
+from backscroll.console.views import highlight, lineage_from_listing
+from backscroll.query import SessionHeader, SessionRecord
+from backscroll.query.contract import parse_time
 
 
 def test_highlight_marks_typos_accents_and_inner_words_and_escapes_the_rest() -> None:
@@ -80,9 +80,9 @@ def test_time_filters() -> None:
 
 
 def test_token_settings_and_grants(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SESSIONLOG_CONSOLE_TOKEN", "a" * 20)
+    monkeypatch.setenv("BACKSCROLL_CONSOLE_TOKEN", "a" * 20)
     monkeypatch.setenv(
-        "SESSIONLOG_CONSOLE_TOKENS",
+        "BACKSCROLL_CONSOLE_TOKENS",
         '{"limited-token-0123456": ["ws-1", "ws-2"], "star-token-0123456": ["*"]}',
     )
     settings = ConsoleSettings(_env_file=None)
@@ -98,7 +98,7 @@ def test_token_settings_and_grants(monkeypatch: pytest.MonkeyPatch) -> None:
     assert star is not None and star.workspaces is None
     assert grants.for_token("a" * 19) is None
     assert "a" * 20 not in repr(settings)
-    monkeypatch.setenv("SESSIONLOG_CONSOLE_TOKENS", '{"short": ["ws-1"]}')
+    monkeypatch.setenv("BACKSCROLL_CONSOLE_TOKENS", '{"short": ["ws-1"]}')
     with pytest.raises(ValidationError):
         ConsoleSettings(_env_file=None)
     assert not Grants({}).required
@@ -151,8 +151,8 @@ def test_safe_next_and_same_origin() -> None:
 def test_the_lower_packages_never_import_the_console() -> None:
     from tests.unit.test_layering import violations
 
-    for package in ("sessionlog.ingest", "sessionlog.indexer", "sessionlog.query"):
-        assert violations(package, ("sessionlog.console",)) == []
+    for package in ("backscroll.ingest", "backscroll.indexer", "backscroll.query"):
+        assert violations(package, ("backscroll.console",)) == []
 
 
 def test_an_expired_catalog_is_served_while_one_background_load_replaces_it(
@@ -182,7 +182,7 @@ def test_an_expired_catalog_is_served_while_one_background_load_replaces_it(
             if source._catalog is not None and source._catalog[1] is not first:
                 break
             threading.Event().wait(0.05)
-        assert loads[1:] == ["sessionlog-console-refresh"]  # one reload, in the background
+        assert loads[1:] == ["backscroll-console-refresh"]  # one reload, in the background
         monkeypatch.setattr(time, "monotonic", lambda: now + 500.0)
         source.workspaces()
         assert loads[-1] == "MainThread"  # far too old: loaded before the page answers

@@ -2,12 +2,12 @@
 
 Every suite takes ``harness`` (a fresh, empty pipeline) or ``loaded`` (a module-wide pipeline holding
 :mod:`tests.contracts.corpus`), parametrized over :data:`BACKENDS`. Both harnesses build their log,
-indexer and providers through :class:`sessionlog.backend.Backend`, the factories the CLI uses:
+indexer and providers through :class:`backscroll.backend.Backend`, the factories the CLI uses:
 
 * ``embedded`` — a SQLite file in a temporary directory (always runs);
 * ``kafka-opensearch`` — a topic, index prefix and consumer group of its own on the servers of
-  ``sessionlog up`` (``tests/integration/conftest.py``'s ``Pipeline``); skipped when they are not
-  reachable, failed instead with ``SESSIONLOG_REQUIRE_STACK=1`` (CI).
+  ``backscroll up`` (``tests/integration/conftest.py``'s ``Pipeline``); skipped when they are not
+  reachable, failed instead with ``BACKSCROLL_REQUIRE_STACK=1`` (CI).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 
-from sessionlog.backend import Backend
-from sessionlog.indexer.ports import SessionView
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.ingest import EntryLog, Position
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.query import Scope
+from backscroll.backend import Backend
+from backscroll.indexer.ports import SessionView
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.ingest import EntryLog, Position
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.query import Scope
 
 from . import corpus
 
@@ -116,7 +116,7 @@ _PARAMS = [
 def _integration() -> ModuleType:
     """``tests/integration/conftest.py`` as a plain module (its ``Pipeline`` and reachability check);
     loaded under its own name so it never shadows the ``conftest`` the integration tests import."""
-    name = "sessionlog_tests_integration_pipeline"
+    name = "backscroll_tests_integration_pipeline"
     module = sys.modules.get(name)
     if module is None:
         path = Path(__file__).resolve().parents[1] / "integration" / "conftest.py"
@@ -129,8 +129,8 @@ def _integration() -> ModuleType:
 
 
 def _require_stack() -> None:
-    from sessionlog.indexer import OpenSearchSettings
-    from sessionlog.ingest import KafkaSettings
+    from backscroll.indexer import OpenSearchSettings
+    from backscroll.ingest import KafkaSettings
 
     reachable = _integration()._reachable
     kafka = KafkaSettings().bootstrap_servers.split(",")[0].rsplit(":", 1)
@@ -141,8 +141,8 @@ def _require_stack() -> None:
         if not reachable(host, int(port))
     ]
     if missing:
-        message = f"{' and '.join(missing)} not reachable: run `sessionlog up` first"
-        if os.environ.get("SESSIONLOG_REQUIRE_STACK") == "1":
+        message = f"{' and '.join(missing)} not reachable: run `backscroll up` first"
+        if os.environ.get("BACKSCROLL_REQUIRE_STACK") == "1":
             pytest.fail(message)
         pytest.skip(message)
 
@@ -228,7 +228,7 @@ class EmbeddedHarness(Harness):
 
     def __init__(self, directory: Path) -> None:
         super().__init__()
-        self.path = directory / "sessionlog.db"
+        self.path = directory / "backscroll.db"
         # Catching up on search is the embedded backend's own convenience; the contract indexes
         # explicitly, like the Kafka pipeline has to.
         self.backend = Backend.embedded(self.path, index_on_search=False)

@@ -8,7 +8,7 @@ import random
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from sessionlog.indexer.document import DEFAULT_KINDS
+from backscroll.indexer.document import DEFAULT_KINDS
 
 WORKSPACES = 3
 SESSIONS = 9

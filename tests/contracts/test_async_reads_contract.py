@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import Scope, SessionQueryError
-from sessionlog.query.aio import AsyncSessionReader
+from backscroll.query import Scope, SessionQueryError
+from backscroll.query.aio import AsyncSessionReader
 
 from .conftest import _PARAMS, Harness, make_harness
 from .test_reads_contract import EVENT_COUNT, RECORDS

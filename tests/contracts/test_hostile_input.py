@@ -31,12 +31,12 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from sessionlog.cli.main import app
-from sessionlog.cli.output import EXIT_FAILED, EXIT_USAGE, USAGE_QUERY_CODES
-from sessionlog.ingest import RecordRejected
-from sessionlog.ingest.wire import decode_record, parse_record
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
-from sessionlog.query.tool import SessionQueryTool, ToolError
+from backscroll.cli.main import app
+from backscroll.cli.output import EXIT_FAILED, EXIT_USAGE, USAGE_QUERY_CODES
+from backscroll.ingest import RecordRejected
+from backscroll.ingest.wire import decode_record, parse_record
+from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query.tool import SessionQueryTool, ToolError
 
 from .conftest import _PARAMS, Harness, make_harness
 
@@ -128,17 +128,17 @@ class World:
 
 def _cli_env(harness: Harness, directory: Path) -> dict[str, str]:
     if harness.name == "embedded":
-        return {"SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(harness.backend.sqlite_path)}
+        return {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(harness.backend.sqlite_path)}
     backend = harness.backend
     assert backend.kafka is not None and backend.opensearch is not None and backend.indexer is not None
     return {
-        "SESSIONLOG_BACKEND": "kafka-opensearch",
-        "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS": backend.kafka.bootstrap_servers,
-        "SESSIONLOG_KAFKA_TOPIC": backend.kafka.topic,
-        "SESSIONLOG_OPENSEARCH_URL": backend.opensearch.url,
-        "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": backend.opensearch.index_prefix,
-        "SESSIONLOG_INDEXER_GROUP_ID": backend.indexer.group_id,
-        "SESSIONLOG_APPENDER_SPOOL_DIR": str(directory / "spool"),
+        "BACKSCROLL_BACKEND": "kafka-opensearch",
+        "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": backend.kafka.bootstrap_servers,
+        "BACKSCROLL_KAFKA_TOPIC": backend.kafka.topic,
+        "BACKSCROLL_OPENSEARCH_URL": backend.opensearch.url,
+        "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": backend.opensearch.index_prefix,
+        "BACKSCROLL_INDEXER_GROUP_ID": backend.indexer.group_id,
+        "BACKSCROLL_APPENDER_SPOOL_DIR": str(directory / "spool"),
     }
 
 
@@ -154,7 +154,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         env = _cli_env(harness, directory)
         for name, value in env.items():
             patch.setenv(name, value)
-        patch.setenv("SESSIONLOG_LOG_LEVEL", "critical")
+        patch.setenv("BACKSCROLL_LOG_LEVEL", "critical")
         patch.chdir(directory)  # no stray .env
         made = World(harness, env)
         yield made
@@ -381,7 +381,7 @@ def test_search_raises_only_typed_errors_and_stays_in_scope(
     _search_matches_in_scope(result, _in_workspace(workspace))
 
 
-_USAGE_CODES: Final = frozenset({"SESSIONLOG_USAGE", "SESSIONLOG_INVALID_SETTING"})
+_USAGE_CODES: Final = frozenset({"BACKSCROLL_USAGE", "BACKSCROLL_INVALID_SETTING"})
 _PROVIDERS: dict[tuple[int, str], Any] = {}
 #: Per backend: inputs that met a known, open defect another change fixes (reported, not hidden).
 _GAPS: dict[int, list[str]] = {}
@@ -450,7 +450,7 @@ def test_reads_raise_only_typed_errors_and_stay_in_scope(
 def _toolset(world: World) -> Any:
     key = (id(world), "tools")
     if key not in _PROVIDERS:
-        from sessionlog.query.tools import session_tools
+        from backscroll.query.tools import session_tools
 
         reader = world.harness.reader(Scope.workspace("ws-a"), request_timeout_s=TIMEOUT_S)
         _PROVIDERS[key] = session_tools(_provider(world, "ws-a"), reader)

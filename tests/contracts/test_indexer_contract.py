@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from sessionlog.query import Scope, SessionQueryRequest
+from backscroll.query import Scope, SessionQueryRequest
 
 from .conftest import Harness
 

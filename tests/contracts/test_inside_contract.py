@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import Scope, SessionQueryRequest
+from backscroll.query import Scope, SessionQueryRequest
 
 from .conftest import _PARAMS, Harness, make_harness
 from .test_relevance_contract import _event, _header

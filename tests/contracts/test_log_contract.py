@@ -1,4 +1,4 @@
-"""The entry-log contract: :class:`~sessionlog.ingest.EntryLog` (validated appends with positions,
+"""The entry-log contract: :class:`~backscroll.ingest.EntryLog` (validated appends with positions,
 session writers, the live view) on every backend."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.ingest import (
+from backscroll.ingest import (
     AppenderClosed,
     EntryLog,
     EventRecord,
@@ -18,7 +18,7 @@ from sessionlog.ingest import (
     SessionBusy,
     parse_record,
 )
-from sessionlog.query import Scope
+from backscroll.query import Scope
 
 from . import corpus
 from .conftest import Harness

@@ -1,4 +1,4 @@
-"""``sessionlog mcp`` driven by the ``mcp`` SDK's stdio client, on both backends: the tools are
+"""``backscroll mcp`` driven by the ``mcp`` SDK's stdio client, on both backends: the tools are
 listed with their annotations, each one answers, hostile arguments get error results (never a
 crash), and nothing outside the pinned workspace ever comes back."""
 
@@ -79,19 +79,19 @@ def corpus() -> list[dict[str, Any]]:
 
 
 def _server_env(harness: Harness) -> dict[str, str]:
-    env = {"PYTHONPATH": os.pathsep.join(sys.path), "SESSIONLOG_LOG_LEVEL": "warning"}
+    env = {"PYTHONPATH": os.pathsep.join(sys.path), "BACKSCROLL_LOG_LEVEL": "warning"}
     if isinstance(harness, EmbeddedHarness):
-        env.update({"SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(harness.path)})
+        env.update({"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(harness.path)})
     else:
         assert isinstance(harness, StackHarness)
         pipe = harness.pipeline
         env.update(
             {
-                "SESSIONLOG_BACKEND": "kafka-opensearch",
-                "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS": pipe.kafka.bootstrap_servers,
-                "SESSIONLOG_KAFKA_TOPIC": pipe.kafka.topic,
-                "SESSIONLOG_OPENSEARCH_URL": pipe.opensearch.url,
-                "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": pipe.opensearch.index_prefix,
+                "BACKSCROLL_BACKEND": "kafka-opensearch",
+                "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": pipe.kafka.bootstrap_servers,
+                "BACKSCROLL_KAFKA_TOPIC": pipe.kafka.topic,
+                "BACKSCROLL_OPENSEARCH_URL": pipe.opensearch.url,
+                "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": pipe.opensearch.index_prefix,
             }
         )
     return env
@@ -102,7 +102,7 @@ def _with_server(
 ) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "sessionlog.cli.main", "mcp", *args],
+        args=["-m", "backscroll.cli.main", "mcp", *args],
         env=_server_env(harness),
         cwd=str(tmp_path),
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
 
 from . import corpus
 from .conftest import Harness

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from sessionlog.backend import Backend
-from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionReader, SQLiteSessionReader
-from sessionlog.query.aio import AsyncOpenSearchReader, AsyncSessionReader
+from backscroll.backend import Backend
+from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionReader, SQLiteSessionReader
+from backscroll.query.aio import AsyncOpenSearchReader, AsyncSessionReader
 
 from .conftest import _PARAMS, Harness, make_harness
 
@@ -391,12 +391,12 @@ def test_cli_reads_follow_the_embedded_backend(tmp_path: Path, monkeypatch: pyte
     import typer
     from typer.testing import CliRunner
 
-    from sessionlog.cli.reads_cmd import register
+    from backscroll.cli.reads_cmd import register
 
     path = tmp_path / "cli.db"
     _append(path, [r for r in RECORDS if r["session_id"] in ("basic", "s47")])
-    monkeypatch.setenv("SESSIONLOG_BACKEND", "embedded")
-    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(path))
+    monkeypatch.setenv("BACKSCROLL_BACKEND", "embedded")
+    monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(path))
     app = typer.Typer()
     register(app)
     runner = CliRunner()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import Scope, SessionQueryRequest
+from backscroll.query import Scope, SessionQueryRequest
 
 from .conftest import _PARAMS, Harness, make_harness
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
-from sessionlog.query.contract import SELF_TOOL_NAMES
-from sessionlog.query.tools import session_tools
+from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query.contract import SELF_TOOL_NAMES
+from backscroll.query.tools import session_tools
 
 from .conftest import Harness
 from .test_mcp_contract import _event

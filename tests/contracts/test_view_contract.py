@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from sessionlog.indexer.ports import Outcome
-from sessionlog.indexer.projector import Action, SessionProjection
-from sessionlog.ingest import EventRecord, HeaderRecord, parse_record
+from backscroll.indexer.ports import Outcome
+from backscroll.indexer.projector import Action, SessionProjection
+from backscroll.ingest import EventRecord, HeaderRecord, parse_record
 
 from .conftest import Harness
 

@@ -1,4 +1,4 @@
-"""Fixtures for tests against the real Kafka and OpenSearch started by ``sessionlog up``.
+"""Fixtures for tests against the real Kafka and OpenSearch started by ``backscroll up``.
 
 Each test gets its own topic, index prefix and consumer group, so tests never see each other's data.
 """
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient
 
-from sessionlog.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, RunStats, kafka_runner
-from sessionlog.ingest import Appender, KafkaSettings, dlq_topic, ensure_topics
-from sessionlog.query import OpenSearchProvider, Scope
+from backscroll.indexer import IndexerSettings, OpenSearchSettings, OpenSearchView, RunStats, kafka_runner
+from backscroll.ingest import Appender, KafkaSettings, dlq_topic, ensure_topics
+from backscroll.query import OpenSearchProvider, Scope
 
 
 def _reachable(host: str, port: int) -> bool:
@@ -39,8 +39,8 @@ def _stack() -> None:
         if not _reachable(host, int(port))
     ]
     if missing:
-        message = f"{' and '.join(missing)} not reachable: run `sessionlog up` first"
-        if os.environ.get("SESSIONLOG_REQUIRE_STACK") == "1":
+        message = f"{' and '.join(missing)} not reachable: run `backscroll up` first"
+        if os.environ.get("BACKSCROLL_REQUIRE_STACK") == "1":
             pytest.fail(message)
         pytest.skip(message)
 
@@ -103,7 +103,7 @@ class Pipeline:
 def make_pipeline() -> Iterator[Pipeline]:
     """A fresh isolated pipeline, removed (indices and topics) afterwards."""
     name = f"t{uuid.uuid4().hex[:10]}"
-    kafka = KafkaSettings().model_copy(update={"topic": f"sessionlog.test.{name}", "partitions": 3})
+    kafka = KafkaSettings().model_copy(update={"topic": f"backscroll.test.{name}", "partitions": 3})
     opensearch = OpenSearchSettings().model_copy(update={"index_prefix": f"test-{name}"})
     indexer = IndexerSettings().model_copy(update={"group_id": f"test-{name}"})
     ensure_topics(kafka)

@@ -26,8 +26,8 @@ from kafka.errors import AuthorizationError, KafkaError
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import AuthorizationException, NotFoundError
 
-from sessionlog.indexer import OpenSearchSettings
-from sessionlog.ingest import KafkaSettings, dlq_topic
+from backscroll.indexer import OpenSearchSettings
+from backscroll.ingest import KafkaSettings, dlq_topic
 
 KafkaProbe = Callable[[KafkaSettings], bool]
 #: a valid wire-format header, so an allowed probe leaves nothing for the dead-letter topic
@@ -101,7 +101,7 @@ def _admin(action: Callable[[KafkaAdminClient, KafkaSettings], None]) -> KafkaPr
 
 
 def _create_topic(admin: KafkaAdminClient, kafka: KafkaSettings) -> None:
-    admin.create_topics([NewTopic(f"sessionlog.probe-{uuid.uuid4().hex[:8]}", 1, 1)])
+    admin.create_topics([NewTopic(f"backscroll.probe-{uuid.uuid4().hex[:8]}", 1, 1)])
 
 
 def _delete_topic(admin: KafkaAdminClient, kafka: KafkaSettings) -> None:
@@ -127,7 +127,7 @@ def kafka_probes(indexer_group: str) -> dict[str, KafkaProbe]:
         "produce to the dead-letter topic": _produce(lambda k: dlq_topic(k.topic)),
         "consume the entries topic in the indexer group": _consume(lambda k: k.topic, indexer_group),
         "read the dead-letter topic (dlq replay group)": _consume(
-            lambda k: dlq_topic(k.topic), "sessionlog-dlq-replay"
+            lambda k: dlq_topic(k.topic), "backscroll-dlq-replay"
         ),
         "create a topic": _admin(_create_topic),
         "delete a topic": _admin(_delete_topic),
@@ -153,7 +153,7 @@ def opensearch_probes() -> dict[str, OpenSearchProbe]:
         "index a document": _os(
             lambda c, p: c.index(index=f"{p}-probe", body={"workspace_id": "workspace-a"}, refresh=True)
         ),
-        "search the sessionlog indices": _os(lambda c, p: c.search(index=f"{p}-probe", body={"size": 1})),
+        "search the backscroll indices": _os(lambda c, p: c.search(index=f"{p}-probe", body={"size": 1})),
         "delete a document": _os(lambda c, p: c.delete(index=f"{p}-probe", id="no-such-doc")),
         "create an index": _os(lambda c, p: c.indices.create(index=f"{p}-new-{uuid.uuid4().hex[:8]}")),
         "delete an index (rebuild)": _os(lambda c, p: c.indices.delete(index=f"{p}-no-such-index")),
@@ -162,7 +162,7 @@ def opensearch_probes() -> dict[str, OpenSearchProbe]:
                 name=f"{p}-probe-template", body={"index_patterns": [f"{p}-probe-x*"], "template": {}}
             )
         ),
-        "read a non-sessionlog index": _os(
+        "read a non-backscroll index": _os(
             lambda c, p: c.search(index="other-tenant-data", body={"size": 1})
         ),
         "change cluster settings": _os(
@@ -186,12 +186,12 @@ KAFKA_ALLOWED: dict[str, set[str]] = {
         "read the dead-letter topic (dlq replay group)",
     },
 }
-_WRITE = {"index a document", "search the sessionlog indices", "delete a document", "create an index"}
+_WRITE = {"index a document", "search the backscroll indices", "delete a document", "create an index"}
 #: component -> allowed OpenSearch operations (the rest must be refused)
 OPENSEARCH_ALLOWED: dict[str, set[str]] = {
     "indexer": _WRITE | {"put an index template"},
-    "query": {"search the sessionlog indices"},
-    "query-scoped": {"search the sessionlog indices"},
+    "query": {"search the backscroll indices"},
+    "query-scoped": {"search the backscroll indices"},
     "operator": _WRITE | {"put an index template", "delete an index (rebuild)"},
 }
 

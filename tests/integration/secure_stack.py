@@ -16,25 +16,25 @@ from pathlib import Path
 from opensearchpy import OpenSearch
 from pydantic import SecretStr
 
-from sessionlog.indexer import OpenSearchSettings
-from sessionlog.ingest import KafkaSettings
+from backscroll.indexer import OpenSearchSettings
+from backscroll.ingest import KafkaSettings
 
 REPO = Path(__file__).resolve().parents[2]
 STACK = REPO / "deploy" / "local" / "stack.sh"
 #: Own ports and state dir: never the shared stack's (9092/9093/9200/9300).
 ENV = {
-    "SESSIONLOG_STACK_DIR": os.environ.get("SESSIONLOG_SECURE_STACK_DIR", "/var/tmp/sl-secure"),
-    "SESSIONLOG_KAFKA_PORT": "29092",
-    "SESSIONLOG_KAFKA_CONTROLLER_PORT": "29093",
-    "SESSIONLOG_OPENSEARCH_PORT": "29200",
-    "SESSIONLOG_OPENSEARCH_TRANSPORT_PORT": "29300",
+    "BACKSCROLL_STACK_DIR": os.environ.get("BACKSCROLL_SECURE_STACK_DIR", "/var/tmp/sl-secure"),
+    "BACKSCROLL_KAFKA_PORT": "29092",
+    "BACKSCROLL_KAFKA_CONTROLLER_PORT": "29093",
+    "BACKSCROLL_OPENSEARCH_PORT": "29200",
+    "BACKSCROLL_OPENSEARCH_TRANSPORT_PORT": "29300",
 }
 DLS_WORKSPACE = "workspace-a"
 
 
 def stack(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONLOG_")}
-    env.update(ENV, SESSIONLOG_STACK_DLS_WORKSPACE=DLS_WORKSPACE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKSCROLL_")}
+    env.update(ENV, BACKSCROLL_STACK_DLS_WORKSPACE=DLS_WORKSPACE)
     return subprocess.run(
         ["bash", str(STACK), *args], env=env, capture_output=True, text=True, timeout=900, check=False
     )
@@ -71,12 +71,12 @@ class Secured:
     def kafka(self, component: str, **update: object) -> KafkaSettings:
         env = self.components[component]
         settings = KafkaSettings(
-            bootstrap_servers=env["SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS"],
-            topic=env["SESSIONLOG_KAFKA_TOPIC"],
+            bootstrap_servers=env["BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS"],
+            topic=env["BACKSCROLL_KAFKA_TOPIC"],
             security_protocol="SASL_SSL",
             sasl_mechanism="SCRAM-SHA-512",
-            sasl_username=env["SESSIONLOG_KAFKA_SASL_USERNAME"],
-            sasl_password=SecretStr(env["SESSIONLOG_KAFKA_SASL_PASSWORD"]),
+            sasl_username=env["BACKSCROLL_KAFKA_SASL_USERNAME"],
+            sasl_password=SecretStr(env["BACKSCROLL_KAFKA_SASL_PASSWORD"]),
             ssl_cafile=self.ca,
             bootstrap_timeout_s=5.0,
             request_timeout_s=30.0,
@@ -86,9 +86,9 @@ class Secured:
     def opensearch(self, component: str, **update: object) -> OpenSearchSettings:
         env = self.components[component]
         settings = OpenSearchSettings(
-            url=env["SESSIONLOG_OPENSEARCH_URL"],
-            username=env["SESSIONLOG_OPENSEARCH_USERNAME"],
-            password=SecretStr(env["SESSIONLOG_OPENSEARCH_PASSWORD"]),
+            url=env["BACKSCROLL_OPENSEARCH_URL"],
+            username=env["BACKSCROLL_OPENSEARCH_USERNAME"],
+            password=SecretStr(env["BACKSCROLL_OPENSEARCH_PASSWORD"]),
             ca_certs=self.ca,
             index_prefix=self.prefix,
             timeout_s=60.0,  # a fresh node on a busy CI machine answers its first searches slowly
@@ -97,7 +97,7 @@ class Secured:
 
     def admin(self) -> OpenSearch:
         """A client authenticated by the security admin certificate (test setup only)."""
-        url = self.components["query"]["SESSIONLOG_OPENSEARCH_URL"]
+        url = self.components["query"]["BACKSCROLL_OPENSEARCH_URL"]
         return OpenSearch(
             hosts=[url],
             ca_certs=str(self.ca),
@@ -109,7 +109,7 @@ class Secured:
 
 
 def load(prefix: str) -> Secured:
-    root = Path(ENV["SESSIONLOG_STACK_DIR"])
+    root = Path(ENV["BACKSCROLL_STACK_DIR"])
     env_dir = root / "secure" / "env"
     components = {p.stem: read_env(p) for p in env_dir.glob("*.env")}
     return Secured(root, components, prefix)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from tests.integration.conftest import Pipeline
 
-from sessionlog.indexer.document import PERIODIC_REFRESH
-from sessionlog.indexer.opensearch_load import bulk_load_settings
-from sessionlog.indexer.operations import rebuild
+from backscroll.indexer.document import PERIODIC_REFRESH
+from backscroll.indexer.opensearch_load import bulk_load_settings
+from backscroll.indexer.operations import rebuild
 
 _T0 = datetime(2026, 11, 3, tzinfo=UTC)
 

@@ -1,6 +1,6 @@
-"""The ``sessionlog`` command against the real Kafka and OpenSearch, run as a user runs it.
+"""The ``backscroll`` command against the real Kafka and OpenSearch, run as a user runs it.
 
-Each command runs in a subprocess (``python -m sessionlog.cli.main``) with the pipeline's own
+Each command runs in a subprocess (``python -m backscroll.cli.main``) with the pipeline's own
 topic, index prefix and consumer group in its environment, in an empty working directory (no
 stray ``.env``). Set-up and checks use the library; only the command under test is the CLI.
 Exit codes: 0 ok, 1 failure (e.g. a server that does not answer), 2 usage or an invalid setting.
@@ -26,8 +26,8 @@ import pytest
 from conftest import Pipeline
 from kafka import KafkaProducer
 
-from sessionlog.config_docs import env_variables
-from sessionlog.query import Scope, SessionQueryRequest
+from backscroll.config_docs import env_variables
+from backscroll.query import Scope, SessionQueryRequest
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ class Run:
 
 
 def _base_env() -> dict[str, str]:
-    """The caller's environment without any sessionlog setting (the stack script's own vars stay)."""
+    """The caller's environment without any backscroll setting (the stack script's own vars stay)."""
     settings = set(env_variables())
     return {k: v for k, v in os.environ.items() if k not in settings}
 
@@ -60,13 +60,13 @@ def _base_env() -> dict[str, str]:
 def _env(pipeline: Pipeline, spool: Path, **overrides: str) -> dict[str, str]:
     env = _base_env()
     env.update(
-        SESSIONLOG_BACKEND="kafka-opensearch",
-        SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS=pipeline.kafka.bootstrap_servers,
-        SESSIONLOG_KAFKA_TOPIC=pipeline.kafka.topic,
-        SESSIONLOG_OPENSEARCH_URL=pipeline.opensearch.url,
-        SESSIONLOG_OPENSEARCH_INDEX_PREFIX=pipeline.opensearch.index_prefix,
-        SESSIONLOG_INDEXER_GROUP_ID=pipeline.indexer.group_id,
-        SESSIONLOG_APPENDER_SPOOL_DIR=str(spool),
+        BACKSCROLL_BACKEND="kafka-opensearch",
+        BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS=pipeline.kafka.bootstrap_servers,
+        BACKSCROLL_KAFKA_TOPIC=pipeline.kafka.topic,
+        BACKSCROLL_OPENSEARCH_URL=pipeline.opensearch.url,
+        BACKSCROLL_OPENSEARCH_INDEX_PREFIX=pipeline.opensearch.index_prefix,
+        BACKSCROLL_INDEXER_GROUP_ID=pipeline.indexer.group_id,
+        BACKSCROLL_APPENDER_SPOOL_DIR=str(spool),
         COLUMNS="200",
         NO_COLOR="1",
     )
@@ -77,7 +77,7 @@ def _env(pipeline: Pipeline, spool: Path, **overrides: str) -> dict[str, str]:
 def _run(args: list[str], env: dict[str, str], cwd: Path, stdin: str = "", timeout: float = 180) -> Run:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "sessionlog.cli.main", *args],
+        [sys.executable, "-m", "backscroll.cli.main", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
@@ -167,7 +167,7 @@ def test_status_exits_0_when_both_servers_answer(tmp_path: Path) -> None:
     ],
 )
 def test_usage_errors_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:
-    env = {**_base_env(), "SESSIONLOG_BACKEND": "kafka-opensearch", "COLUMNS": "200", "NO_COLOR": "1"}
+    env = {**_base_env(), "BACKSCROLL_BACKEND": "kafka-opensearch", "COLUMNS": "200", "NO_COLOR": "1"}
     run = _run(args, env, tmp_path)
     assert run.code == 2, run
     assert needle in run.stdout + run.stderr
@@ -175,10 +175,10 @@ def test_usage_errors_exit_2(args: list[str], needle: str, tmp_path: Path) -> No
 
 
 def test_an_invalid_log_setting_is_one_line_naming_it(tmp_path: Path) -> None:
-    env = {**_base_env(), "SESSIONLOG_LOG_LEVEL": "loud"}
+    env = {**_base_env(), "BACKSCROLL_LOG_LEVEL": "loud"}
     run = _run(["status"], env, tmp_path)
     assert run.code == 2
-    assert run.error_lines == [run.stderr.strip()] and "SESSIONLOG_LOG_LEVEL" in run.stderr
+    assert run.error_lines == [run.stderr.strip()] and "BACKSCROLL_LOG_LEVEL" in run.stderr
 
 
 # -- append ----------------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def test_index_until_idle_projects_everything_and_logs_json(cli: Any, pipeline: 
     assert parked, run.stderr
     for entry in entries:
         assert {"time", "level", "logger", "message"} <= entry.keys()
-    assert parked[0]["level"] == "WARNING" and parked[0]["logger"].startswith("sessionlog.")
+    assert parked[0]["level"] == "WARNING" and parked[0]["logger"].startswith("backscroll.")
     assert "message 0 of d-1" not in run.stderr  # no text payloads above DEBUG
     assert _count(pipeline) == 25
     again = cli("index", "--until-idle")
@@ -268,7 +268,7 @@ def test_search_text_and_json(cli: Any, pipeline: Pipeline) -> None:
     # An unknown workspace is said plainly (exit 1), in JSON on stdout with --json.
     other = cli("search", "forecast", "--workspace", "ws-elsewhere", "--json")
     assert other.code == 1
-    assert orjson.loads(other.stdout)["error"]["code"] == "SESSIONLOG_WORKSPACE_NOT_FOUND"
+    assert orjson.loads(other.stdout)["error"]["code"] == "BACKSCROLL_WORKSPACE_NOT_FOUND"
 
 
 # -- dead letters ----------------------------------------------------------------------------------
@@ -362,18 +362,18 @@ def blackhole() -> Iterator[_Blackhole]:
 
 # (commands, variable, value; "{closed}"/"{hole}" become ports; needle: what the line must name)
 _KAFKA_CASES = [
-    ("SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "kafka.example", "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS"),
-    ("SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:{closed}", "127.0.0.1:{closed}"),
-    ("SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:{hole}", "127.0.0.1:{hole}"),
-    ("SESSIONLOG_KAFKA_SSL_CAFILE", "/nonexistent/kafka-ca.pem", "SESSIONLOG_KAFKA_SSL_CAFILE"),
-    ("SESSIONLOG_KAFKA_REQUEST_TIMEOUT_S", "soon", "SESSIONLOG_KAFKA_REQUEST_TIMEOUT_S"),
+    ("BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "kafka.example", "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS"),
+    ("BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:{closed}", "127.0.0.1:{closed}"),
+    ("BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:{hole}", "127.0.0.1:{hole}"),
+    ("BACKSCROLL_KAFKA_SSL_CAFILE", "/nonexistent/kafka-ca.pem", "BACKSCROLL_KAFKA_SSL_CAFILE"),
+    ("BACKSCROLL_KAFKA_REQUEST_TIMEOUT_S", "soon", "BACKSCROLL_KAFKA_REQUEST_TIMEOUT_S"),
 ]
 _OPENSEARCH_CASES = [
-    ("SESSIONLOG_OPENSEARCH_URL", "opensearch:9200", "SESSIONLOG_OPENSEARCH_URL"),
-    ("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:{closed}", "127.0.0.1:{closed}"),
-    ("SESSIONLOG_OPENSEARCH_URL", "http://127.0.0.1:{hole}", "127.0.0.1:{hole}"),
-    ("SESSIONLOG_OPENSEARCH_URL", "https://{opensearch}", "https://{opensearch}"),  # TLS to plain HTTP
-    ("SESSIONLOG_OPENSEARCH_CA_CERTS", "/nonexistent/os-ca.pem", "SESSIONLOG_OPENSEARCH_CA_CERTS"),
+    ("BACKSCROLL_OPENSEARCH_URL", "opensearch:9200", "BACKSCROLL_OPENSEARCH_URL"),
+    ("BACKSCROLL_OPENSEARCH_URL", "http://127.0.0.1:{closed}", "127.0.0.1:{closed}"),
+    ("BACKSCROLL_OPENSEARCH_URL", "http://127.0.0.1:{hole}", "127.0.0.1:{hole}"),
+    ("BACKSCROLL_OPENSEARCH_URL", "https://{opensearch}", "https://{opensearch}"),  # TLS to plain HTTP
+    ("BACKSCROLL_OPENSEARCH_CA_CERTS", "/nonexistent/os-ca.pem", "BACKSCROLL_OPENSEARCH_CA_CERTS"),
 ]
 _CASES = (
     [("append", *case) for case in _KAFKA_CASES]
@@ -385,7 +385,7 @@ _CASES = (
 @pytest.mark.parametrize(
     ("command", "variable", "value", "needle"),
     _CASES,
-    ids=[f"{c[0]}-{c[1].removeprefix('SESSIONLOG_')}={c[2]}" for c in _CASES],
+    ids=[f"{c[0]}-{c[1].removeprefix('BACKSCROLL_')}={c[2]}" for c in _CASES],
 )
 def test_a_wrong_setting_is_one_clear_line_within_seconds(
     command: str,
@@ -412,7 +412,7 @@ def test_a_wrong_setting_is_one_clear_line_within_seconds(
 
     # Rejected by validation before any connection, or a setting the server proves wrong
     # (SESSION_QUERY_INVALID_CONFIG, e.g. TLS to a plain port): exit 2 (docs/errors.md "Command line").
-    invalid = needle.startswith("SESSIONLOG_") or "SESSION_QUERY_INVALID_CONFIG" in run.stderr
+    invalid = needle.startswith("BACKSCROLL_") or "SESSION_QUERY_INVALID_CONFIG" in run.stderr
     assert run.code == (2 if invalid else 1), run
     assert run.seconds < FAIL_FAST_S, f"took {run.seconds:.1f}s"
     assert len(run.error_lines) == 1, run.stderr
@@ -429,7 +429,7 @@ def test_up_when_already_up_and_status(cli: Any) -> None:
 
 
 def test_demo_embedded_and_on_the_stack(cli: Any, tmp_path: Path) -> None:
-    embedded = cli("demo", SESSIONLOG_BACKEND="embedded", SESSIONLOG_SQLITE_PATH=str(tmp_path / "demo.db"))
+    embedded = cli("demo", BACKSCROLL_BACKEND="embedded", BACKSCROLL_SQLITE_PATH=str(tmp_path / "demo.db"))
     assert embedded.code == 0, embedded.stderr
     assert "Zürich" in embedded.stdout and "acct_9931" in embedded.stdout
     stack = cli("demo", "--stack")

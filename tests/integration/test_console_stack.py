@@ -21,7 +21,7 @@ from tests.console.conftest import (
 from tests.console.http import call
 from tests.integration.conftest import Pipeline, make_pipeline
 
-from sessionlog.backend import Backend
+from backscroll.backend import Backend
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from conftest import Pipeline, make_pipeline
 
-from sessionlog.ingest import Appender, RecordRejected
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
+from backscroll.ingest import Appender, RecordRejected
+from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
 
 WORKSPACES = 3
 SESSIONS = 20

@@ -1,4 +1,4 @@
-"""``sessionlog export`` on Kafka: a session's partition read to its end offset, a workspace's topic."""
+"""``backscroll export`` on Kafka: a session's partition read to its end offset, a workspace's topic."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import orjson
 from conftest import Pipeline
 from kafka import KafkaProducer
 
-from sessionlog.ingest.export import LogExport, export_kafka
+from backscroll.ingest.export import LogExport, export_kafka
 
 
 def _event(sid: str, seq: int, ws: str = "ws-e") -> dict[str, Any]:
@@ -62,17 +62,17 @@ def test_export_reads_a_session_in_order_and_a_workspace_across_partitions(pipel
 
 def test_export_cli_follows_the_kafka_backend(pipeline: Pipeline, tmp_path: Path) -> None:
     _fill(pipeline)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONLOG_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKSCROLL_")}
     env.update(
-        SESSIONLOG_BACKEND="kafka-opensearch",
-        SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS=pipeline.kafka.bootstrap_servers,
-        SESSIONLOG_KAFKA_TOPIC=pipeline.kafka.topic,
+        BACKSCROLL_BACKEND="kafka-opensearch",
+        BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS=pipeline.kafka.bootstrap_servers,
+        BACKSCROLL_KAFKA_TOPIC=pipeline.kafka.topic,
         # never contacted by export: an address nothing listens on proves it
-        SESSIONLOG_OPENSEARCH_URL="http://127.0.0.1:1",
+        BACKSCROLL_OPENSEARCH_URL="http://127.0.0.1:1",
         NO_COLOR="1",
     )
     done = subprocess.run(
-        [sys.executable, "-m", "sessionlog.cli.main", "export", "s-2"],
+        [sys.executable, "-m", "backscroll.cli.main", "export", "s-2"],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -81,8 +81,8 @@ def test_export_cli_follows_the_kafka_backend(pipeline: Pipeline, tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert [orjson.loads(line)["seq"] for line in done.stdout.splitlines()] == [0, 1, 2, 3]
     missing = subprocess.run(
-        [sys.executable, "-m", "sessionlog.cli.main", "export", "s-1"],
-        env={**env, "SESSIONLOG_KAFKA_TOPIC": f"{pipeline.kafka.topic}.nope"},
+        [sys.executable, "-m", "backscroll.cli.main", "export", "s-1"],
+        env={**env, "BACKSCROLL_KAFKA_TOPIC": f"{pipeline.kafka.topic}.nope"},
         cwd=tmp_path,
         capture_output=True,
         timeout=120,

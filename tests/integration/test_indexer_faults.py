@@ -20,10 +20,10 @@ import pytest
 from conftest import Pipeline
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from sessionlog.indexer import Runner, RunStats, decode_envelope, kafka_runner
-from sessionlog.indexer.kafka_deadletters import KafkaDeadLetters
-from sessionlog.indexer.operations import forget_session, rebuild
-from sessionlog.query import Scope, SessionQueryRequest
+from backscroll.indexer import Runner, RunStats, decode_envelope, kafka_runner
+from backscroll.indexer.kafka_deadletters import KafkaDeadLetters
+from backscroll.indexer.operations import forget_session, rebuild
+from backscroll.query import Scope, SessionQueryRequest
 
 STACK = Path(__file__).resolve().parents[2] / "deploy" / "local" / "stack.sh"
 _T0 = datetime(2026, 11, 2, tzinfo=UTC)
@@ -217,9 +217,9 @@ def test_metrics_and_health_endpoints(pipeline: Pipeline) -> None:
             text = response.read().decode()
         with urllib.request.urlopen(f"{base}/healthz", timeout=5) as response:
             assert response.status == 200
-    assert "sessionlog_indexer_events_indexed_total 10.0" in text
-    assert "sessionlog_indexer_freshness_seconds_count 10.0" in text
-    assert "sessionlog_indexer_lag" in text
+    assert "backscroll_indexer_events_indexed_total 10.0" in text
+    assert "backscroll_indexer_freshness_seconds_count 10.0" in text
+    assert "backscroll_indexer_lag" in text
 
 
 # -- faults -----------------------------------------------------------------------------------------
@@ -230,17 +230,17 @@ def _stack(command: str) -> None:
 def _worker_env(pipeline: Pipeline) -> dict[str, str]:
     return {
         **os.environ,
-        "SESSIONLOG_BACKEND": "kafka-opensearch",
-        "SESSIONLOG_KAFKA_TOPIC": pipeline.kafka.topic,
-        "SESSIONLOG_OPENSEARCH_INDEX_PREFIX": pipeline.opensearch.index_prefix,
-        "SESSIONLOG_INDEXER_GROUP_ID": pipeline.indexer.group_id,
-        "SESSIONLOG_INDEXER_BATCH_MAX": "500",
+        "BACKSCROLL_BACKEND": "kafka-opensearch",
+        "BACKSCROLL_KAFKA_TOPIC": pipeline.kafka.topic,
+        "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": pipeline.opensearch.index_prefix,
+        "BACKSCROLL_INDEXER_GROUP_ID": pipeline.indexer.group_id,
+        "BACKSCROLL_INDEXER_BATCH_MAX": "500",
     }
 
 
 def _worker_process(pipeline: Pipeline) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "sessionlog.cli.main", "index"],
+        [sys.executable, "-m", "backscroll.cli.main", "index"],
         env=_worker_env(pipeline),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -342,7 +342,7 @@ def test_kill_9_five_times_then_one_until_idle_run_holds_every_event(pipeline: P
     producer.join(timeout=300)
     assert not producer.errors, producer.errors[:3]
     done = subprocess.run(
-        [sys.executable, "-m", "sessionlog.cli.main", "index", "--until-idle"],
+        [sys.executable, "-m", "backscroll.cli.main", "index", "--until-idle"],
         env=_worker_env(pipeline),
         capture_output=True,
         timeout=600,

@@ -1,4 +1,4 @@
-"""An agent that only appends installs ``sessionlog-ingest`` alone and can append to Kafka.
+"""An agent that only appends installs ``backscroll-ingest`` alone and can append to Kafka.
 
 A new virtual environment gets ``pip install ./ingest`` (with CI's constraints), nothing else; a
 small script there appends to an isolated topic on the shared Kafka, reads the records back, and
@@ -13,7 +13,7 @@ import uuid
 import venv
 from pathlib import Path
 
-from sessionlog.ingest import KafkaSettings
+from backscroll.ingest import KafkaSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,14 +21,14 @@ SCRIPT = textwrap.dedent(
     """
     import importlib.util, sys
     from kafka import KafkaConsumer, TopicPartition
-    from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings, ensure_topics
-    from sessionlog.ingest.appender import producer_config
+    from backscroll.ingest import Appender, AppenderSettings, KafkaSettings, ensure_topics
+    from backscroll.ingest.appender import producer_config
 
     absent = ["opensearchpy", "typer", "rich", "prometheus_client", "rapidfuzz", "zstandard"]
     present = [name for name in absent if importlib.util.find_spec(name) is not None]
     assert not present, f"installed although ingest does not need them: {present}"
-    assert importlib.util.find_spec("sessionlog.indexer") is None
-    assert importlib.util.find_spec("sessionlog.query") is None
+    assert importlib.util.find_spec("backscroll.indexer") is None
+    assert importlib.util.find_spec("backscroll.query") is None
 
     settings = KafkaSettings(bootstrap_servers=sys.argv[1], topic=sys.argv[2], partitions=1)
     assert producer_config(settings)["compression_type"] != "zstd"
@@ -70,7 +70,7 @@ def test_only_the_ingest_distribution_appends_to_kafka(tmp_path: Path) -> None:
         [python, "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(ROOT / "ingest")]
     )
     assert installed.returncode == 0, installed.stderr
-    topic = f"sessionlog.test.fresh-{uuid.uuid4().hex[:10]}"
+    topic = f"backscroll.test.fresh-{uuid.uuid4().hex[:10]}"
     servers = KafkaSettings().bootstrap_servers
     script = tmp_path / "append.py"
     script.write_text(SCRIPT)

@@ -2,7 +2,7 @@
 
 * A fleet of appender processes keeps appending while Kafka is stopped for 20 s: every event
   reaches the topic exactly once per (session, seq), in per-session order, and is indexed once;
-  no append() call blocked longer than the configured timeout. Size: ``SESSIONLOG_FLEET_SCALE``
+  no append() call blocked longer than the configured timeout. Size: ``BACKSCROLL_FLEET_SCALE``
   (default 0.1 → 5 processes × at least 200 events; 1 → the issue's 50 × 2,000). The processes and
   the test synchronise through files (every process appending before the broker stops; each goes
   on until it appended after the broker was back), never through wall-clock estimates.
@@ -32,7 +32,7 @@ ENQUEUE_TIMEOUT_S = 1.0
 
 # -- the fleet process (python test_ingest_outage.py worker '{json}') -------------------------------
 def _worker(spec: dict[str, Any]) -> None:
-    from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings
+    from backscroll.ingest import Appender, AppenderSettings, KafkaSettings
 
     kafka = KafkaSettings(topic=spec["topic"])
     options = AppenderSettings(
@@ -101,7 +101,7 @@ def _worker(spec: dict[str, Any]) -> None:
 
 def _crash_worker(spec: dict[str, Any]) -> None:
     """Append one event durably, say so, then wait to be killed."""
-    from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings
+    from backscroll.ingest import Appender, AppenderSettings, KafkaSettings
 
     options = AppenderSettings(spool_dir=Path(spec["spool"]), connect_timeout_s=1.0)
     appender = Appender(KafkaSettings(topic=spec["topic"]), options)
@@ -112,7 +112,7 @@ def _crash_worker(spec: dict[str, Any]) -> None:
 
 
 def _deliver_worker(spec: dict[str, Any]) -> None:
-    from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings
+    from backscroll.ingest import Appender, AppenderSettings, KafkaSettings
 
     options = AppenderSettings(spool_dir=Path(spec["spool"]), connect_timeout_s=1.0)
     with Appender(KafkaSettings(topic=spec["topic"]), options) as appender:
@@ -184,7 +184,7 @@ def _consume(pipeline: Pipeline) -> list[tuple[int, int, bytes, bytes]]:
 
 
 def _fleet_size() -> tuple[int, int]:
-    scale = float(os.environ.get("SESSIONLOG_FLEET_SCALE", "0.1"))
+    scale = float(os.environ.get("BACKSCROLL_FLEET_SCALE", "0.1"))
     return max(2, round(50 * scale)), max(100, round(2000 * scale))
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from tests.contracts.token_texts import TOKEN_TEXTS
 
-from sessionlog.indexer import OpenSearchSettings, OpenSearchView
-from sessionlog.indexer.document import events_alias
-from sessionlog.indexer.os_analysis import analysis_settings
-from sessionlog.indexer.textfold import ident_tokens, word_tokens
+from backscroll.indexer import OpenSearchSettings, OpenSearchView
+from backscroll.indexer.document import events_alias
+from backscroll.indexer.os_analysis import analysis_settings
+from backscroll.indexer.textfold import ident_tokens, word_tokens
 
 
 @pytest.fixture(scope="module")

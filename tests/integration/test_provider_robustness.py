@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from conftest import Pipeline, make_pipeline
 
-from sessionlog.indexer.document import DEFAULT_KINDS
-from sessionlog.query import (
+from backscroll.indexer.document import DEFAULT_KINDS
+from backscroll.query import (
     DEFAULT_LIMIT,
     OpenSearchProvider,
     Scope,

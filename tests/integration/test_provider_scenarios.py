@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from conftest import Pipeline, make_pipeline
 
-from sessionlog.query import (
+from backscroll.query import (
     OpenSearchProvider,
     Scope,
     SessionQueryError,

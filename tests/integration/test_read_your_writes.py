@@ -10,8 +10,8 @@ from typing import Any
 
 from conftest import Pipeline
 
-from sessionlog.ingest import Appender, AppenderSettings
-from sessionlog.query import Scope, SessionQueryRequest
+from backscroll.ingest import Appender, AppenderSettings
+from backscroll.query import Scope, SessionQueryRequest
 
 
 def _event(seq: int, text: str) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def test_own_appends_are_searchable_before_and_after_indexing(pipeline: Pipeline
 
 
 def test_reads_merge_the_appenders_live_entries(pipeline: Pipeline, tmp_path: Path) -> None:
-    from sessionlog.query import SessionReader
+    from backscroll.query import SessionReader
 
     header = {
         "v": 1,

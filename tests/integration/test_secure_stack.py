@@ -3,8 +3,8 @@ with one principal per component; every refused cell of the principal x operatio
 credentials, untrusted/expired/wrong-host certificates and missing permissions as one typed line.
 
 Starts its own secured stack (ports 29092/29093/29200/29300, state in /var/tmp/sl-secure) and
-stops it afterwards. Runs in CI (``SESSIONLOG_REQUIRE_STACK=1``; ``SESSIONLOG_SECURE_STACK=0``
-opts out) or with ``SESSIONLOG_SECURE_STACK=1``; ``SESSIONLOG_SECURE_STACK_REUSE=1`` keeps a running one (no
+stops it afterwards. Runs in CI (``BACKSCROLL_REQUIRE_STACK=1``; ``BACKSCROLL_SECURE_STACK=0``
+opts out) or with ``BACKSCROLL_SECURE_STACK=1``; ``BACKSCROLL_SECURE_STACK_REUSE=1`` keeps a running one (no
 ``--fresh``, not stopped) while developing.
 """
 
@@ -34,16 +34,16 @@ from secure_ops import (
 )
 from secure_stack import DLS_WORKSPACE, REPO, Secured, load, sign_cert, stack, tls_server
 
-from sessionlog.backend import Backend
-from sessionlog.indexer import IndexerSettings, kafka_runner
-from sessionlog.indexer.errors import SourceAccessDenied, ViewAccessDenied
-from sessionlog.indexer.operations import forget_session
-from sessionlog.ingest import Appender, AppenderSettings, KafkaSettings
-from sessionlog.ingest.errors import LogAccessDenied
-from sessionlog.ingest.topics import ensure_topics
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryError, SessionQueryRequest
-from sessionlog.query.aio import AsyncOpenSearchReader
-from sessionlog.query.session_reader import SessionReader
+from backscroll.backend import Backend
+from backscroll.indexer import IndexerSettings, kafka_runner
+from backscroll.indexer.errors import SourceAccessDenied, ViewAccessDenied
+from backscroll.indexer.operations import forget_session
+from backscroll.ingest import Appender, AppenderSettings, KafkaSettings
+from backscroll.ingest.errors import LogAccessDenied
+from backscroll.ingest.topics import ensure_topics
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query.aio import AsyncOpenSearchReader
+from backscroll.query.session_reader import SessionReader
 
 pytestmark = pytest.mark.integration
 
@@ -54,21 +54,21 @@ _BASE = datetime(2026, 11, 1, tzinfo=UTC)
 @pytest.fixture(scope="module")
 def secured() -> Iterator[Secured]:
     wanted = os.environ.get(
-        "SESSIONLOG_SECURE_STACK", "1" if os.environ.get("SESSIONLOG_REQUIRE_STACK") == "1" else "0"
+        "BACKSCROLL_SECURE_STACK", "1" if os.environ.get("BACKSCROLL_REQUIRE_STACK") == "1" else "0"
     )
     if wanted != "1":
         pytest.skip(
-            "starts its own secured stack: set SESSIONLOG_SECURE_STACK=1 (CI sets SESSIONLOG_REQUIRE_STACK)"
+            "starts its own secured stack: set BACKSCROLL_SECURE_STACK=1 (CI sets BACKSCROLL_REQUIRE_STACK)"
         )
-    reuse = os.environ.get("SESSIONLOG_SECURE_STACK_REUSE") == "1"
+    reuse = os.environ.get("BACKSCROLL_SECURE_STACK_REUSE") == "1"
     started = stack("up", "--secure") if reuse else stack("up", "--fresh", "--secure")
     if started.returncode != 0:
         pytest.fail(f"stack.sh up --secure failed:\n{started.stdout[-3000:]}\n{started.stderr[-3000:]}")
-    secured = load(f"sessionlog-sec-{uuid.uuid4().hex[:8]}")
+    secured = load(f"backscroll-sec-{uuid.uuid4().hex[:8]}")
     admin = secured.admin()
     admin.indices.create(index=f"{secured.prefix}-probe")
     if not admin.indices.exists(index="other-tenant-data"):
-        admin.index(index="other-tenant-data", body={"secret": "not for sessionlog"}, refresh=True)
+        admin.index(index="other-tenant-data", body={"secret": "not for backscroll"}, refresh=True)
     admin.close()
     try:
         yield secured
@@ -124,7 +124,7 @@ def indexed(secured: Secured, tmp_path_factory: pytest.TempPathFactory) -> dict[
         appender.flush(timeout=60)
         for handle in handles:
             handle.result(timeout=30)
-    group = secured.components["indexer"]["SESSIONLOG_INDEXER_GROUP_ID"]
+    group = secured.components["indexer"]["BACKSCROLL_INDEXER_GROUP_ID"]
     with kafka_runner(
         secured.kafka("indexer"), secured.opensearch("indexer"), IndexerSettings(group_id=group)
     ) as worker:
@@ -175,7 +175,7 @@ def test_document_level_security_hides_other_workspaces(secured: Secured, indexe
 def test_every_forbidden_cell_is_refused_by_the_server(
     secured: Secured, indexed: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    group = secured.components["indexer"]["SESSIONLOG_INDEXER_GROUP_ID"]
+    group = secured.components["indexer"]["BACKSCROLL_INDEXER_GROUP_ID"]
     refused = allowed = 0
     wrong: list[str] = []
     for component, ok in KAFKA_ALLOWED.items():
@@ -211,7 +211,7 @@ def test_every_forbidden_cell_is_refused_by_the_server(
 def test_missing_acl_names_the_principal_and_the_permission(
     secured: Secured, indexed: dict[str, str]
 ) -> None:
-    group = secured.components["indexer"]["SESSIONLOG_INDEXER_GROUP_ID"]
+    group = secured.components["indexer"]["BACKSCROLL_INDEXER_GROUP_ID"]
     # an agent credential used by the indexer
     worker = kafka_runner(
         secured.kafka("agent"), secured.opensearch("indexer"), IndexerSettings(group_id=group)
@@ -300,11 +300,11 @@ def test_expired_and_wrong_host_certificates_fail_with_one_line(
 
 
 def test_cli_prints_one_line_and_no_secret(secured: Secured) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONLOG_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKSCROLL_")}
     env.update(secured.components["agent"])
-    env["SESSIONLOG_KAFKA_SASL_PASSWORD"] = "wrong-password"
-    env["SESSIONLOG_KAFKA_BOOTSTRAP_TIMEOUT_S"] = "3"
-    cli = Path(sys.executable).parent / "sessionlog"
+    env["BACKSCROLL_KAFKA_SASL_PASSWORD"] = "wrong-password"
+    env["BACKSCROLL_KAFKA_BOOTSTRAP_TIMEOUT_S"] = "3"
+    cli = Path(sys.executable).parent / "backscroll"
     done = subprocess.run(
         [str(cli), "index", "--until-idle"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
     )

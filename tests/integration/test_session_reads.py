@@ -17,9 +17,9 @@ import pytest
 from conftest import Pipeline, make_pipeline
 from kafka import KafkaProducer
 
-from sessionlog.indexer.document import events_alias
-from sessionlog.ingest.wire import EventRecord, HeaderRecord, parse_record
-from sessionlog.query import Scope, SessionHeader, SessionQueryError, SessionReader
+from backscroll.indexer.document import events_alias
+from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
+from backscroll.query import Scope, SessionHeader, SessionQueryError, SessionReader
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 CLOSED_PORT = "http://127.0.0.1:9"
@@ -234,7 +234,7 @@ def test_scenario_35_configuration(loaded: Pipeline) -> None:
     zero = reader(loaded, read_window_max=0)
     assert zero.read_event("basic", 2).events[0].seq == 2
     assert code_of(zero.read_event, "basic", 2, before=1) == "SESSION_QUERY_INVALID_WINDOW"
-    # sessionlog has no inspect concurrency; its paging knob is validated the same way.
+    # backscroll has no inspect concurrency; its paging knob is validated the same way.
     assert code_of(reader, loaded, page_size=0) == "SESSION_QUERY_INVALID_CONFIG"
 
 
@@ -632,7 +632,7 @@ def test_scenario_54_persistence_failure_taxonomy(loaded: Pipeline) -> None:
     )
     assert code_of(missing.read_event, "corrupt", 0) == "SESSION_QUERY_PERSISTENCE_FAILED"
     assert code_of(missing.list_sessions) == "SESSION_QUERY_PERSISTENCE_FAILED"
-    # The header changing between listing and loading: sessionlog loads the session document once
+    # The header changing between listing and loading: backscroll loads the session document once
     # per read, so the equivalent is a live header disagreeing with the projection's (see 51).
     # No persistence and an unknown id.
     unmounted = reader(loaded, "ws-corrupt", persistence=False)
@@ -644,10 +644,10 @@ def test_cli_commands(loaded: Pipeline, monkeypatch: pytest.MonkeyPatch) -> None
     import typer
     from typer.testing import CliRunner
 
-    from sessionlog.cli.reads_cmd import register
+    from backscroll.cli.reads_cmd import register
 
-    monkeypatch.setenv("SESSIONLOG_BACKEND", "kafka-opensearch")  # the read commands follow the backend
-    monkeypatch.setenv("SESSIONLOG_OPENSEARCH_INDEX_PREFIX", loaded.opensearch.index_prefix)
+    monkeypatch.setenv("BACKSCROLL_BACKEND", "kafka-opensearch")  # the read commands follow the backend
+    monkeypatch.setenv("BACKSCROLL_OPENSEARCH_INDEX_PREFIX", loaded.opensearch.index_prefix)
     app = typer.Typer()
     register(app)
     runner = CliRunner()
@@ -688,7 +688,7 @@ def test_cli_commands(loaded: Pipeline, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_cli_main_registers_the_read_commands() -> None:
-    from sessionlog.cli.main import app
+    from backscroll.cli.main import app
 
     names = {command.name for command in app.registered_commands}
     assert {"sessions", "read", "trace"} <= names

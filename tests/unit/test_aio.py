@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 from test_query_driver_errors import OPENSEARCH_ERRORS
 
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.os_security import security_failure
-from sessionlog.indexer.settings import OpenSearchSettings
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
-from sessionlog.query.aio import (
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.os_security import security_failure
+from backscroll.indexer.settings import OpenSearchSettings
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query.aio import (
     AsyncOpenSearchProvider,
     AsyncSearchProvider,
     AsyncSessionReader,
     AsyncSQLiteProvider,
 )
-from sessionlog.query.deadline import Deadline
-from sessionlog.query.engine import EngineHit, EnginePage, EngineQuery
-from sessionlog.query.sqlite_reader import SQLiteSessionReader
+from backscroll.query.deadline import Deadline
+from backscroll.query.engine import EngineHit, EnginePage, EngineQuery
+from backscroll.query.sqlite_reader import SQLiteSessionReader
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 _HITS: dict[str, Any] = {"hits": {"total": {"value": 0}, "hits": []}}

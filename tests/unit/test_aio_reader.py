@@ -12,10 +12,10 @@ import aiohttp
 import pytest
 from test_query_driver_errors import OPENSEARCH_ERRORS
 
-from sessionlog.indexer.os_security import security_failure
-from sessionlog.indexer.settings import OpenSearchSettings
-from sessionlog.query import AbortSignal, Scope, SessionQueryError
-from sessionlog.query.aio import AsyncOpenSearchReader
+from backscroll.indexer.os_security import security_failure
+from backscroll.indexer.settings import OpenSearchSettings
+from backscroll.query import AbortSignal, Scope, SessionQueryError
+from backscroll.query.aio import AsyncOpenSearchReader
 
 ASYNC_ERRORS: list[Exception] = [
     *OPENSEARCH_ERRORS,
@@ -220,4 +220,4 @@ def test_without_aiohttp_the_async_reader_says_which_extra_to_install(
 
     err = asyncio.run(run())
     assert err.code == "SESSION_QUERY_INVALID_CONFIG" and not err.retriable
-    assert "sessionlog-query[async]" in str(err)
+    assert "backscroll-query[async]" in str(err)

@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
 
 def _event(seq: int, session: str = "s-1") -> dict[str, Any]:
@@ -35,10 +35,10 @@ def test_gaps_are_counted_as_they_open_and_value_bytes_once_per_event(tmp_path: 
         stats = runner.run(until_idle=True)
         registry = runner.metrics.registry
         assert stats.consumed == len(records)
-        assert registry.get_sample_value("sessionlog_indexer_seq_gaps_total") == 5
+        assert registry.get_sample_value("backscroll_indexer_seq_gaps_total") == 5
     conn = sqlite3.connect(path)
     try:
         size = sum(len(value) for (value,) in conn.execute("SELECT value FROM log"))
     finally:
         conn.close()
-    assert registry.get_sample_value("sessionlog_indexer_bulk_bytes_total") == size
+    assert registry.get_sample_value("backscroll_indexer_bulk_bytes_total") == size

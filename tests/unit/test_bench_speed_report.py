@@ -78,8 +78,8 @@ def test_every_row_of_the_issue_is_judged_against_its_target() -> None:
     assert appender[1].startswith("21,000 ev/s, caller p99 0.80 ms")
     assert "25,000 ev/s" in appender[2] and appender[3] == "0.84×" and appender[5] == "met"
 
-    assert _row(section, "`sessionlog append FILE` (embedded)")[5] == "met"
-    kafka = _row(section, "`sessionlog append FILE` (Kafka)")
+    assert _row(section, "`backscroll append FILE` (embedded)")[5] == "met"
+    kafka = _row(section, "`backscroll append FILE` (Kafka)")
     assert kafka[5] == "**not met** (3,000 rec/s < 20,000)" and kafka[3] == "0.07×"
 
     assert _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")[3:] == [
@@ -233,7 +233,7 @@ def test_a_cli_load_row_and_worker_scaling_are_judged_from_their_own_numbers() -
     section = speed_report.render(result)
     opensearch = _row(section, "load 3,000 entries, empty → searchable (Kafka + OpenSearch)")
     assert "probe entry **not found**" in opensearch[1] and opensearch[2].endswith("4.0 s")
-    cpu = "; index step CPU: `sessionlog index` 1.5 s, OpenSearch 5.5 s, Kafka 0.2 s in 4.0 s"
+    cpu = "; index step CPU: `backscroll index` 1.5 s, OpenSearch 5.5 s, Kafka 0.2 s in 4.0 s"
     assert opensearch[1].endswith(cpu + " (machine 95% busy)")
     assert opensearch[3:] == ["2.00×", "≤ 3× PostgreSQL", "met"]
     rows["load"]["kafka_opensearch"]["index_cpu"]["stolen_cpu_s"] = 0.8
@@ -277,7 +277,7 @@ def test_the_indexer_row_says_where_each_side_s_cpu_went() -> None:
 def test_the_appender_row_shows_what_kafka_python_alone_reaches() -> None:
     result = _result()
     append = result["runs"][0]["rows"]["append"]
-    append["sessionlog"] = {"sustained_eps": 9000.0, "p99_us": 800.0, "cpu_us_per_event": 110.0}
+    append["backscroll"] = {"sustained_eps": 9000.0, "p99_us": 800.0, "cpu_us_per_event": 110.0}
     append["confluent_validated"] = {"sustained_eps": 80000.0, "p99_us": 60.0, "cpu_us_per_event": 13.0}
     append["kafka_python"] = {"sustained_eps": 30000.0, "p99_us": 200.0, "cpu_us_per_event": 27.0}
     row = _row(speed_report.render(result), "appender, durable")

@@ -7,9 +7,9 @@ from typing import Any, cast
 
 import pytest
 
-from sessionlog.indexer.document import DEFAULT_KINDS, MESSAGE_TYPES
-from sessionlog.indexer.textfold import WORD_RE, mixed_key
-from sessionlog.query.builder import (
+from backscroll.indexer.document import DEFAULT_KINDS, MESSAGE_TYPES
+from backscroll.indexer.textfold import WORD_RE, mixed_key
+from backscroll.query.builder import (
     MAX_LEAVES,
     SEARCH_TOOL_NAME,
     QueryPlan,
@@ -20,10 +20,10 @@ from sessionlog.query.builder import (
     search_body,
     word_clause,
 )
-from sessionlog.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
-from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.opensearch_provider import OpenSearchProvider
-from sessionlog.query.scope import Scope
+from backscroll.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
+from backscroll.query.errors import SessionQueryError
+from backscroll.query.opensearch_provider import OpenSearchProvider
+from backscroll.query.scope import Scope
 
 LUCENE = '+alpha -beta && gamma || !(delta) {epsilon} [zeta] ^eta "theta" ~iota *kappa? lambda:mu \\nu /xi'
 LUCENE_WORDS = [

@@ -9,9 +9,9 @@ import pytest
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import TransportError
 
-from sessionlog.indexer.errors import ViewFailed, ViewUnavailable
-from sessionlog.indexer.opensearch_view import OpenSearchView, is_retriable_status
-from sessionlog.indexer.projector import Action
+from backscroll.indexer.errors import ViewFailed, ViewUnavailable
+from backscroll.indexer.opensearch_view import OpenSearchView, is_retriable_status
+from backscroll.indexer.projector import Action
 
 
 def _actions(n: int) -> list[Action]:

@@ -1,4 +1,4 @@
-"""``sessionlog append FILE`` on its bulk path (issue 15): validation in worker processes gives the
+"""``backscroll append FILE`` on its bulk path (issue 15): validation in worker processes gives the
 same log and the same report as in-process, a broken worker costs speed and nothing else, and a
 record the log refuses fails the command with one line."""
 
@@ -18,17 +18,17 @@ from tests.unit.test_ingest_appender import KAFKA, FakeBroker, options
 from tests.unit.test_ingest_bulk import _Refusing
 from typer.testing import CliRunner, Result
 
-from sessionlog.cli import append_pipeline
-from sessionlog.cli.main import app
-from sessionlog.ingest import Appender
-from sessionlog.ingest.wire import MAX_RECORD_BYTES, decode_record, encode_record
+from backscroll.cli import append_pipeline
+from backscroll.cli.main import app
+from backscroll.ingest import Appender
+from backscroll.ingest.wire import MAX_RECORD_BYTES, decode_record, encode_record
 
 TIME = "2026-01-01T00:00:00Z"
 
 
 @pytest.fixture(autouse=True)
 def _embedded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("SESSIONLOG_BACKEND", "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "SESSIONLOG_OPENSEARCH_URL"):
+    for name in ("BACKSCROLL_BACKEND", "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "BACKSCROLL_OPENSEARCH_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setattr(append_pipeline, "PARALLEL_MIN_BYTES", 0)  # workers from the first chunk
@@ -66,7 +66,7 @@ def source(tmp_path: Path) -> tuple[Path, list[bytes]]:
 
 
 def run(db: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Result:
-    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(db))
+    monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(db))
     result = CliRunner().invoke(app, ["append", *args, "--json"])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result
@@ -137,7 +137,7 @@ def test_a_record_the_log_refuses_fails_the_command_with_one_line(
     def refusing_log(backend: object = None, *, live: bool = True) -> Appender:
         return Appender(KAFKA, options(tmp_path), producer_factory=lambda config: _Refusing(broker))
 
-    monkeypatch.setattr("sessionlog.backend.open_log", refusing_log)
+    monkeypatch.setattr("backscroll.backend.open_log", refusing_log)
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(orjson.dumps(event(sid, 0)) + b"\n" for sid in ("ok", "bad", "fine")))
     for as_json in (False, True):

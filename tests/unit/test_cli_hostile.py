@@ -14,23 +14,23 @@ import orjson
 import pytest
 from typer.testing import CliRunner, Result
 
-from sessionlog.backend import Backend, BackendSettings
-from sessionlog.cli.append_cmd import MAX_REASONS_SHOWN, iter_lines
-from sessionlog.cli.main import app
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.logging_setup import JsonFormatter, TextFormatter
-from sessionlog.textsafe import escape_control, safe_text
+from backscroll.backend import Backend, BackendSettings
+from backscroll.cli.append_cmd import MAX_REASONS_SHOWN, iter_lines
+from backscroll.cli.main import app
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.logging_setup import JsonFormatter, TextFormatter
+from backscroll.textsafe import escape_control, safe_text
 
-_SERVER_VARS = ("SESSIONLOG_BACKEND", "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "SESSIONLOG_OPENSEARCH_URL")
+_SERVER_VARS = ("BACKSCROLL_BACKEND", "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "BACKSCROLL_OPENSEARCH_URL")
 TIME = "2026-01-01T00:00:00Z"
 
 
 @pytest.fixture
 def db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for name in (*_SERVER_VARS, "SESSIONLOG_SQLITE_INDEX_ON_SEARCH", "SESSIONLOG_LOG_FORMAT"):
+    for name in (*_SERVER_VARS, "BACKSCROLL_SQLITE_INDEX_ON_SEARCH", "BACKSCROLL_LOG_FORMAT"):
         monkeypatch.delenv(name, raising=False)
-    path = tmp_path / "sessionlog.db"
-    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(path))
+    path = tmp_path / "backscroll.db"
+    monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(path))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
     return path
@@ -120,7 +120,7 @@ def test_a_newline_in_a_rejected_attrs_key_cannot_forge_a_summary_line(db: Path)
 
 
 def _format(formatter: logging.Formatter, message: str, *args: Any, **extra: Any) -> str:
-    record = logging.LogRecord("sessionlog.x", logging.WARNING, __file__, 1, message, args, None)
+    record = logging.LogRecord("backscroll.x", logging.WARNING, __file__, 1, message, args, None)
     record.__dict__.update(extra)
     return formatter.format(record)
 
@@ -139,7 +139,7 @@ def test_the_embedded_indexer_log_of_a_dead_letter_is_one_line(db: Path) -> None
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(TextFormatter())
-    logger = logging.getLogger("sessionlog")
+    logger = logging.getLogger("backscroll")
     logger.addHandler(handler)
     try:
         with Backend.embedded(db).open_indexer() as indexer:
@@ -163,7 +163,7 @@ SECRET_URL = "https://admin:s3cret@search.example:9200"
 
 
 def test_url_passwords_never_print(monkeypatch: pytest.MonkeyPatch, db: Path) -> None:
-    monkeypatch.setenv("SESSIONLOG_OPENSEARCH_URL", SECRET_URL)
+    monkeypatch.setenv("BACKSCROLL_OPENSEARCH_URL", SECRET_URL)
     settings = BackendSettings()
     backend = Backend.from_env(settings)
     for text in (repr(settings), str(settings), backend.describe(), repr(backend)):
@@ -171,13 +171,13 @@ def test_url_passwords_never_print(monkeypatch: pytest.MonkeyPatch, db: Path) ->
     line = _format(TextFormatter(), "connect to %s failed", SECRET_URL)
     assert "s3cret" not in line and "admin:***@" in line
     assert "s3cret" not in _format(JsonFormatter(), "connect to %s failed", SECRET_URL)
-    monkeypatch.setenv("SESSIONLOG_OPENSEARCH_URL", "ftp://admin:s3cret@search.example:9200")
+    monkeypatch.setenv("BACKSCROLL_OPENSEARCH_URL", "ftp://admin:s3cret@search.example:9200")
     result = run("search", "x", "-w", "ws-1")
-    assert result.exit_code == 2 and "SESSIONLOG_OPENSEARCH_URL" in result.stderr
+    assert result.exit_code == 2 and "BACKSCROLL_OPENSEARCH_URL" in result.stderr
     assert "s3cret" not in result.stderr and "admin:***@" in result.stderr
     as_json = run("sessions", "-w", "ws-1", "--json")
     assert as_json.exit_code == 2 and "s3cret" not in as_json.output
-    assert orjson.loads(as_json.stdout)["error"]["code"] == "SESSIONLOG_INVALID_SETTING"
+    assert orjson.loads(as_json.stdout)["error"]["code"] == "BACKSCROLL_INVALID_SETTING"
 
 
 def test_safe_text_redacts_only_the_password() -> None:
@@ -275,9 +275,9 @@ def test_trace_without_a_scope_sees_the_sessions_workspace(family: Path) -> None
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        (["sessions", "-w", "nope"], "SESSIONLOG_WORKSPACE_NOT_FOUND"),
+        (["sessions", "-w", "nope"], "BACKSCROLL_WORKSPACE_NOT_FOUND"),
         (["sessions", "-s", "nope"], "SESSION_QUERY_SESSION_NOT_FOUND"),
-        (["search", "zebra", "-w", "nope"], "SESSIONLOG_WORKSPACE_NOT_FOUND"),
+        (["search", "zebra", "-w", "nope"], "BACKSCROLL_WORKSPACE_NOT_FOUND"),
         (["search", "zebra", "-s", "nope"], "SESSION_QUERY_SESSION_NOT_FOUND"),
         (["search", "zebra", "-w", "ws-1", "-s", "other"], "SESSION_QUERY_SESSION_NOT_FOUND"),
         (["trace", "nope"], "SESSION_QUERY_SESSION_NOT_FOUND"),

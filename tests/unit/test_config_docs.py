@@ -11,8 +11,8 @@ import pytest
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from sessionlog import config_docs
-from sessionlog.config_docs import (
+from backscroll import config_docs
+from backscroll.config_docs import (
     BEGIN,
     END,
     env_variables,
@@ -25,7 +25,7 @@ from sessionlog.config_docs import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-FIX = "run `python -m sessionlog.config_docs --write` and commit the result"
+FIX = "run `python -m backscroll.config_docs --write` and commit the result"
 
 
 def _section(path: Path) -> str:
@@ -70,33 +70,33 @@ def test_the_known_models_and_variables_are_listed() -> None:
     ]
     variables = env_variables()
     for variable in (
-        "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS",
-        "SESSIONLOG_KAFKA_TOPIC",
-        "SESSIONLOG_OPENSEARCH_URL",
-        "SESSIONLOG_OPENSEARCH_INDEX_PREFIX",
-        "SESSIONLOG_INDEXER_GROUP_ID",
-        "SESSIONLOG_INDEXER_METRICS_PORT",
-        "SESSIONLOG_LOG_FORMAT",
-        "SESSIONLOG_LOG_LEVEL",
+        "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS",
+        "BACKSCROLL_KAFKA_TOPIC",
+        "BACKSCROLL_OPENSEARCH_URL",
+        "BACKSCROLL_OPENSEARCH_INDEX_PREFIX",
+        "BACKSCROLL_INDEXER_GROUP_ID",
+        "BACKSCROLL_INDEXER_METRICS_PORT",
+        "BACKSCROLL_LOG_FORMAT",
+        "BACKSCROLL_LOG_LEVEL",
     ):
         assert variable in variables
-    assert variables["SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS"].model == "KafkaSettings"  # first model owns it
+    assert variables["BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS"].model == "KafkaSettings"  # first model owns it
 
 
 def test_secrets_show_no_value_even_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SESSIONLOG_OPENSEARCH_PASSWORD", "hunter2-very-secret")
-    monkeypatch.setenv("SESSIONLOG_KAFKA_SASL_PASSWORD", "hunter3-very-secret")
+    monkeypatch.setenv("BACKSCROLL_OPENSEARCH_PASSWORD", "hunter2-very-secret")
+    monkeypatch.setenv("BACKSCROLL_KAFKA_SASL_PASSWORD", "hunter3-very-secret")
     table, example = render_table(), render_env_example()
     assert "hunter" not in table and "hunter" not in example
     variables = env_variables()
-    for variable in ("SESSIONLOG_OPENSEARCH_PASSWORD", "SESSIONLOG_KAFKA_SASL_PASSWORD"):
+    for variable in ("BACKSCROLL_OPENSEARCH_PASSWORD", "BACKSCROLL_KAFKA_SASL_PASSWORD"):
         assert variables[variable].secret and variables[variable].default == "(secret)"
         assert f"# {variable}=\n" in example
 
 
 def test_the_table_does_not_depend_on_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     before = render_table()
-    monkeypatch.setenv("SESSIONLOG_KAFKA_TOPIC", "somewhere.else")
+    monkeypatch.setenv("BACKSCROLL_KAFKA_TOPIC", "somewhere.else")
     monkeypatch.setenv("XDG_STATE_HOME", "/elsewhere")
     monkeypatch.setenv("HOME", "/nonexistent-home")
     assert render_table() == before
@@ -143,7 +143,7 @@ def test_replace_section_keeps_the_rest_and_needs_the_markers() -> None:
 
 
 def test_the_module_prints_the_table() -> None:
-    run = [sys.executable, "-m", "sessionlog.config_docs"]
+    run = [sys.executable, "-m", "backscroll.config_docs"]
     printed = subprocess.run(run, capture_output=True, text=True, check=True, cwd=ROOT, timeout=120)
     assert printed.stdout == render_table() + "\n"
 
@@ -155,7 +155,7 @@ def test_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     for name in ("README.md", "docs/configuration.md"):
         (tmp_path / name).write_text(f"# x\n\n{BEGIN}\nstale\n{END}\n")
     assert config_docs.main(["--check", "--root", str(tmp_path)]) == 1
-    assert "run `python -m sessionlog.config_docs --write`" in capsys.readouterr().err
+    assert "run `python -m backscroll.config_docs --write`" in capsys.readouterr().err
     assert config_docs.main(["--write", "--root", str(tmp_path)]) == 0
     assert _section(tmp_path / "README.md") == render_section()
     assert (tmp_path / "deploy" / "env.example").read_text() == render_env_example()

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.query.cursor import decode_cursor, encode_cursor, request_fingerprint
-from sessionlog.query.errors import SessionQueryError
+from backscroll.query.cursor import decode_cursor, encode_cursor, request_fingerprint
+from backscroll.query.errors import SessionQueryError
 
 KEY = b"k" * 32
 FP = request_fingerprint("sessions:s1", None, ("needle",), ("user/message",), 10, 600)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import orjson
 import pytest
 
-from sessionlog.indexer.deadletter import (
+from backscroll.indexer.deadletter import (
     INDEXER_VERSION,
     MAX_ENVELOPE_VALUE,
     DeadLetter,
@@ -20,7 +20,7 @@ NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 def letter(key: bytes | None = b"sess-1", value: bytes | None = b'{"v": 1}', **fields: object) -> DeadLetter:
     base: dict[str, object] = {
-        "topic": "sessionlog.entries",
+        "topic": "backscroll.entries",
         "partition": 3,
         "offset": 1234,
         "key": key,
@@ -60,7 +60,7 @@ def test_round_trip_keeps_the_coordinates_and_the_reason() -> None:
     )
     envelope = decode_envelope(encode_envelope(parked, now=NOW))
     assert envelope["envelope"] == 1
-    assert (envelope["topic"], envelope["partition"], envelope["offset"]) == ("sessionlog.entries", 3, 1234)
+    assert (envelope["topic"], envelope["partition"], envelope["offset"]) == ("backscroll.entries", 3, 1234)
     assert envelope["error_class"] == "conflict" and envelope["reason"].startswith("same (session, seq)")
     assert (envelope["field"], envelope["http_status"], envelope["attempts"]) == ("seq", 409, 3)
     assert envelope["existing"] == existing

@@ -1,6 +1,6 @@
 """The deploy files cannot run here (no Docker, no Kubernetes): check what can be checked.
 
-Every YAML parses and has the keys its kind needs; every SESSIONLOG_* variable the files set is a
+Every YAML parses and has the keys its kind needs; every BACKSCROLL_* variable the files set is a
 field of a settings model, and its value passes that model's validation; the probes, ports and
 Prometheus annotations agree with each other and with the paths the real metrics server answers;
 the Dockerfile's entrypoint is a command of the CLI.
@@ -21,7 +21,7 @@ import pytest
 import yaml
 from pydantic_settings import BaseSettings
 
-from sessionlog.config_docs import env_variables, render_env_example, settings_models
+from backscroll.config_docs import env_variables, render_env_example, settings_models
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -29,8 +29,8 @@ K8S = DEPLOY / "k8s"
 COMPOSE = DEPLOY / "compose.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile"
 ENV_EXAMPLE = DEPLOY / "env.example"
-REGENERATE = "run `python -m sessionlog.config_docs --write`"
-VARIABLE = re.compile(r"\bSESSIONLOG_[A-Z0-9_]+\b")
+REGENERATE = "run `python -m backscroll.config_docs --write`"
+VARIABLE = re.compile(r"\bBACKSCROLL_[A-Z0-9_]+\b")
 LOCAL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)(/[a-z]+)")
 
 
@@ -40,7 +40,7 @@ def _model_variables() -> dict[str, tuple[type[BaseSettings], str]]:
     out: dict[str, tuple[type[BaseSettings], str]] = {}
     for model in settings_models():
         prefix = str(model.model_config.get("env_prefix") or "")
-        assert prefix.startswith("SESSIONLOG_"), model
+        assert prefix.startswith("BACKSCROLL_"), model
         for name in model.model_fields:
             out.setdefault(f"{prefix}{name}".upper(), (model, name))  # the first model owns it
     return out
@@ -60,7 +60,7 @@ def _k8s(kind: str) -> list[dict[str, Any]]:
 
 
 def _one(kind: str) -> dict[str, Any]:
-    (doc,) = [d for d in _k8s(kind) if d["metadata"]["name"] != "sessionlog-tls"]
+    (doc,) = [d for d in _k8s(kind) if d["metadata"]["name"] != "backscroll-tls"]
     return doc
 
 
@@ -195,18 +195,18 @@ def test_compose_kafka_is_a_kraft_single_node_and_opensearch_is_open_with_analys
     assert "analysis-common" in COMPOSE.read_text()
 
     indexer_env = _environment(services["indexer"])
-    assert indexer_env["SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS"] in listeners.values() or any(
-        value.endswith(indexer_env["SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS"]) for value in listeners.values()
+    assert indexer_env["BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS"] in listeners.values() or any(
+        value.endswith(indexer_env["BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS"]) for value in listeners.values()
     ), "the indexer must use an advertised listener"
-    assert indexer_env["SESSIONLOG_OPENSEARCH_URL"] == "http://opensearch:9200"
+    assert indexer_env["BACKSCROLL_OPENSEARCH_URL"] == "http://opensearch:9200"
 
 
 def test_compose_variables_exist_and_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     env = _environment(_compose()["services"]["indexer"])
-    ours = {k: v for k, v in env.items() if k.startswith("SESSIONLOG_")}
+    ours = {k: v for k, v in env.items() if k.startswith("BACKSCROLL_")}
     _assert_valid_values(ours, "compose.yaml", monkeypatch)
     health = " ".join(_compose()["services"]["indexer"]["healthcheck"]["test"])
-    assert LOCAL_URL.findall(health) == [(env["SESSIONLOG_INDEXER_METRICS_PORT"], "/healthz")]
+    assert LOCAL_URL.findall(health) == [(env["BACKSCROLL_INDEXER_METRICS_PORT"], "/healthz")]
 
 
 # -- Kubernetes ------------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ def test_k8s_objects_have_api_version_kind_and_metadata() -> None:
         assert doc.get("apiVersion") and doc.get("kind"), path
         if doc["kind"] != "Kustomization":
             assert doc["metadata"]["name"], path
-            assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "sessionlog", path
+            assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "backscroll", path
 
 
 def test_k8s_deployment_probes_ports_resources_and_drain() -> None:
@@ -226,7 +226,7 @@ def test_k8s_deployment_probes_ports_resources_and_drain() -> None:
     assert pod["spec"]["terminationGracePeriodSeconds"] >= 30
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
     (container,) = pod["spec"]["containers"]
-    port = int(_deployment_env()["SESSIONLOG_INDEXER_METRICS_PORT"])
+    port = int(_deployment_env()["BACKSCROLL_INDEXER_METRICS_PORT"])
     assert {"name": "metrics", "containerPort": port, "protocol": "TCP"} in container["ports"]
     annotations = pod["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"
@@ -243,7 +243,7 @@ def test_k8s_deployment_probes_ports_resources_and_drain() -> None:
 
 def test_k8s_replicas_do_not_exceed_partitions_and_rollouts_do_not_surge() -> None:
     spec = _one("Deployment")["spec"]
-    assert spec["replicas"] <= int(_deployment_env()["SESSIONLOG_KAFKA_PARTITIONS"])
+    assert spec["replicas"] <= int(_deployment_env()["BACKSCROLL_KAFKA_PARTITIONS"])
     assert spec["strategy"]["rollingUpdate"]["maxSurge"] == 0
 
 
@@ -272,7 +272,7 @@ def test_k8s_tls_paths_are_mounted_from_the_tls_secret() -> None:
     (container,) = pod["containers"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
-    tls_secret = next(d for d in _k8s("Secret") if d["metadata"]["name"] == "sessionlog-tls")
+    tls_secret = next(d for d in _k8s("Secret") if d["metadata"]["name"] == "backscroll-tls")
     for variable, value in _deployment_env().items():
         if value.startswith("/"):
             directory, _, filename = value.rpartition("/")
@@ -287,7 +287,7 @@ def test_k8s_service_and_pdb_select_the_indexer_pods() -> None:
     assert service["spec"]["selector"].items() <= labels.items()
     (port,) = service["spec"]["ports"]
     assert port["targetPort"] == "metrics"
-    assert port["port"] == int(_deployment_env()["SESSIONLOG_INDEXER_METRICS_PORT"])
+    assert port["port"] == int(_deployment_env()["BACKSCROLL_INDEXER_METRICS_PORT"])
     pdb = _one("PodDisruptionBudget")
     assert pdb["apiVersion"] == "policy/v1"
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
@@ -302,7 +302,7 @@ def test_kustomization_lists_the_manifests_but_not_the_placeholder_secrets() -> 
 
 
 def test_probe_and_scrape_paths_are_served_by_the_metrics_server() -> None:
-    from sessionlog.indexer.metrics import IndexerMetrics, MetricsServer
+    from backscroll.indexer.metrics import IndexerMetrics, MetricsServer
 
     (container,) = _one("Deployment")["spec"]["template"]["spec"]["containers"]
     paths = {
@@ -352,11 +352,11 @@ def test_dockerfile_base_user_install_and_healthcheck(monkeypatch: pytest.Monkey
         for instruction, args in instructions
     )
     (health,) = [args for instruction, args in instructions if instruction == "HEALTHCHECK"]
-    assert "urllib" in health and "/healthz" in health and "SESSIONLOG_INDEXER_METRICS_PORT" in health
+    assert "urllib" in health and "/healthz" in health and "BACKSCROLL_INDEXER_METRICS_PORT" in health
     env = _docker_env()
     (expose,) = [args for instruction, args in instructions if instruction == "EXPOSE"]
-    assert expose == env["SESSIONLOG_INDEXER_METRICS_PORT"]
-    ours = {k: v for k, v in env.items() if k.startswith("SESSIONLOG_")}
+    assert expose == env["BACKSCROLL_INDEXER_METRICS_PORT"]
+    ours = {k: v for k, v in env.items() if k.startswith("BACKSCROLL_")}
     _assert_valid_values(ours, "Dockerfile", monkeypatch)
     deployment = _one("Deployment")["spec"]["template"]["spec"]["securityContext"]
     assert str(deployment["runAsUser"]) == users[-1].split(":")[0]
@@ -365,11 +365,11 @@ def test_dockerfile_base_user_install_and_healthcheck(monkeypatch: pytest.Monkey
 def test_dockerfile_entrypoint_is_a_cli_command() -> None:
     import typer
 
-    from sessionlog.cli.main import app
+    from backscroll.cli.main import app
 
     program, *args = _entrypoint()
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts[program] == "sessionlog.cli.main:app"
+    assert scripts[program] == "backscroll.cli.main:app"
     command = typer.main.get_command(app)
     commands = getattr(command, "commands", {})
     assert args and args[0] in commands, f"`{program} {args[0]}` is not a command: {sorted(commands)}"
@@ -378,7 +378,7 @@ def test_dockerfile_entrypoint_is_a_cli_command() -> None:
 # -- env.example -----------------------------------------------------------------------------------
 def test_env_example_lists_every_variable_and_nothing_else() -> None:
     text = ENV_EXAMPLE.read_text()
-    listed = set(re.findall(r"^#?\s*(SESSIONLOG_[A-Z0-9_]+)=", text, flags=re.MULTILINE))
+    listed = set(re.findall(r"^#?\s*(BACKSCROLL_[A-Z0-9_]+)=", text, flags=re.MULTILINE))
     known = set(_model_variables())
     assert listed - known == set(), f"env.example has unknown variables; {REGENERATE}"
     assert known - listed == set(), f"env.example misses variables; {REGENERATE}"

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sessionlog.indexer.textfold import fold
-from sessionlog.query.contract import DEFAULT_EXCERPT_BYTES
-from sessionlog.query.excerpt import ELLIPSIS, excerpt, first_match
+from backscroll.indexer.textfold import fold
+from backscroll.query.contract import DEFAULT_EXCERPT_BYTES
+from backscroll.query.excerpt import ELLIPSIS, excerpt, first_match
 
 SPACES = re.compile(r"\s+")
 

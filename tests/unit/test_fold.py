@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionlog.indexer import fold as fold_module
-from sessionlog.indexer.fold import (
+from backscroll.indexer import fold as fold_module
+from backscroll.indexer.fold import (
     VIOLATION_CODES,
     Classification,
     FoldEvent,
@@ -27,8 +27,8 @@ from sessionlog.indexer.fold import (
     locate,
     trace,
 )
-from sessionlog.ingest.wire import SURFACE_TYPES as WIRE_SURFACE_TYPES
-from sessionlog.ingest.wire import EventRecord, parse_record
+from backscroll.ingest.wire import SURFACE_TYPES as WIRE_SURFACE_TYPES
+from backscroll.ingest.wire import EventRecord, parse_record
 
 A: Surface = "append"
 SURFACE_TYPES = ("user/message", "assistant/message", "tool/result")

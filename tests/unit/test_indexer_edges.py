@@ -13,19 +13,19 @@ from kafka import errors as kafka_errors
 from opensearchpy import exceptions as os_errors
 from urllib3 import exceptions as urllib3_errors
 
-from sessionlog.indexer.deadletter import DeadLetter
-from sessionlog.indexer.errors import IndexerError
-from sessionlog.indexer.kafka_deadletters import KafkaDeadLetters
-from sessionlog.indexer.kafka_source import KafkaSource
-from sessionlog.indexer.opensearch_view import OpenSearchView
-from sessionlog.indexer.ports import Commit
-from sessionlog.indexer.projector import Action
-from sessionlog.indexer.settings import IndexerSettings, OpenSearchSettings
-from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters
-from sessionlog.indexer.sqlite_source import SQLiteSource
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.ingest.errors import IngestError, LogUnavailable
-from sessionlog.ingest.settings import KafkaSettings
+from backscroll.indexer.deadletter import DeadLetter
+from backscroll.indexer.errors import IndexerError
+from backscroll.indexer.kafka_deadletters import KafkaDeadLetters
+from backscroll.indexer.kafka_source import KafkaSource
+from backscroll.indexer.opensearch_view import OpenSearchView
+from backscroll.indexer.ports import Commit
+from backscroll.indexer.projector import Action
+from backscroll.indexer.settings import IndexerSettings, OpenSearchSettings
+from backscroll.indexer.sqlite_deadletters import SQLiteDeadLetters
+from backscroll.indexer.sqlite_source import SQLiteSource
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.ingest.errors import IngestError, LogUnavailable
+from backscroll.ingest.settings import KafkaSettings
 
 
 class Raising:
@@ -219,7 +219,7 @@ def test_sqlite_adapters_translate_every_driver_error(
 
 
 def test_a_document_sqlite_refuses_is_a_rejected_outcome_not_an_error(tmp_path: Path) -> None:
-    from sessionlog.indexer.ports import Outcome
+    from backscroll.indexer.ports import Outcome
 
     with SQLiteView(tmp_path / "v.db") as view:
         view.ensure_schema()
@@ -282,6 +282,6 @@ def test_ingest_errors_from_shared_kafka_helpers_are_translated(
     def failing_ensure(_: object) -> None:
         raise error
 
-    monkeypatch.setattr("sessionlog.indexer.kafka_source.ensure_topics", failing_ensure)
+    monkeypatch.setattr("backscroll.indexer.kafka_source.ensure_topics", failing_ensure)
     source = KafkaSource(KafkaSettings(), IndexerSettings())
     _check(lambda: source.poll(1, 0.01), retriable)

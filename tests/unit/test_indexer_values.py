@@ -3,9 +3,9 @@ dataclasses they replace (the type checker refuses assignments to them)."""
 
 from __future__ import annotations
 
-from sessionlog.indexer.ports import RawRecord
-from sessionlog.indexer.projector import Action
-from sessionlog.indexer.values import value_type
+from backscroll.indexer.ports import RawRecord
+from backscroll.indexer.projector import Action
+from backscroll.indexer.values import value_type
 
 
 @value_type

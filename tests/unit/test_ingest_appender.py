@@ -19,7 +19,7 @@ import pytest
 from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 from kafka.future import Future
 
-from sessionlog.ingest import (
+from backscroll.ingest import (
     Appender,
     AppenderClosed,
     AppenderSettings,
@@ -32,10 +32,10 @@ from sessionlog.ingest import (
     SpoolFull,
     get_appender,
 )
-from sessionlog.ingest import appender as appender_module
-from sessionlog.ingest.wire import MAX_TEXT_BYTES
+from backscroll.ingest import appender as appender_module
+from backscroll.ingest.wire import MAX_TEXT_BYTES
 
-KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic="sessionlog.unit")
+KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic="backscroll.unit")
 
 
 class _Meta:
@@ -281,7 +281,7 @@ def test_outage_memory_mode_blocks_at_most_the_timeout_then_spools(make: Any, br
 def test_memory_mode_without_spool_raises_buffer_full(make: Any, broker: FakeBroker) -> None:
     appender = make(durable=False, spool=False, queue_max_records=5, enqueue_timeout_s=0.05)
     broker.up = False
-    with pytest.raises(BufferFull, match="SESSIONLOG_APPENDER_SPOOL"):
+    with pytest.raises(BufferFull, match="BACKSCROLL_APPENDER_SPOOL"):
         for i in range(100):
             appender.append(event(seq=i))
     assert appender.spool_dir is None
@@ -490,7 +490,7 @@ def test_close_joins_the_sender_thread_and_is_idempotent(make: Any) -> None:
     assert not thread.is_alive()
     with pytest.raises(AppenderClosed):
         appender.append(event(seq=1))
-    assert not [t for t in threading.enumerate() if t.name.startswith("sessionlog-appender") and t.is_alive()]
+    assert not [t for t in threading.enumerate() if t.name.startswith("backscroll-appender") and t.is_alive()]
 
 
 # -- batches ----------------------------------------------------------------------------------------

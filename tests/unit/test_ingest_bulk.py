@@ -14,10 +14,10 @@ from kafka.errors import MessageSizeTooLargeError
 from kafka.future import Future
 from tests.unit.test_ingest_appender import KAFKA, FakeBroker, FakeProducer, _Meta, event, options
 
-from sessionlog.ingest import Appender, RecordRejected, SessionBusy, SQLiteEntryLog
-from sessionlog.ingest.bulk import BatchAck, encode_for_log, prepare_lines
-from sessionlog.ingest.sqlite_log import BULK_CHECKPOINT_PAGES
-from sessionlog.ingest.wire import decode_record, encode_key, encode_record
+from backscroll.ingest import Appender, RecordRejected, SessionBusy, SQLiteEntryLog
+from backscroll.ingest.bulk import BatchAck, encode_for_log, prepare_lines
+from backscroll.ingest.sqlite_log import BULK_CHECKPOINT_PAGES
+from backscroll.ingest.wire import decode_record, encode_key, encode_record
 
 
 def header(session: str = "s-1") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``sessionlog export`` on the embedded backend, and read commands that must not create the file."""
+"""``backscroll export`` on the embedded backend, and read commands that must not create the file."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.ingest import LogNotFound, SQLiteEntryLog
-from sessionlog.ingest.export import LogExport, export_sqlite
+from backscroll.ingest import LogNotFound, SQLiteEntryLog
+from backscroll.ingest.export import LogExport, export_sqlite
 
 
 def _event(sid: str, seq: int, ws: str = "ws-x", text: str = "") -> dict[str, Any]:
@@ -44,11 +44,11 @@ def _cli(path: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("SESSIONLOG_") or k in ("SESSIONLOG_REQUIRE_STACK",)
+        if not k.startswith("BACKSCROLL_") or k in ("BACKSCROLL_REQUIRE_STACK",)
     }
-    env.update(SESSIONLOG_BACKEND="embedded", SESSIONLOG_SQLITE_PATH=str(path), NO_COLOR="1", COLUMNS="200")
+    env.update(BACKSCROLL_BACKEND="embedded", BACKSCROLL_SQLITE_PATH=str(path), NO_COLOR="1", COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-m", "sessionlog.cli.main", *args],
+        [sys.executable, "-m", "backscroll.cli.main", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
@@ -134,7 +134,7 @@ def test_export_of_a_missing_file_is_an_error_and_creates_nothing(tmp_path: Path
     ],
 )
 def test_read_commands_never_create_the_file_or_its_folders(tmp_path: Path, args: tuple[str, ...]) -> None:
-    path = tmp_path / "missing" / "dir" / "sessionlog.db"
+    path = tmp_path / "missing" / "dir" / "backscroll.db"
     done = _cli(path, tmp_path, *args)
     assert done.returncode != 0
     assert str(path).encode() in done.stderr.replace(b"\n", b"")
@@ -156,8 +156,8 @@ def test_read_commands_refuse_another_applications_file_untouched(tmp_path: Path
             _cli(path, tmp_path, *args)
             if args[0] != "append"
             else subprocess.run(
-                [sys.executable, "-m", "sessionlog.cli.main", "append", "-"],
-                env={**os.environ, "SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(path)},
+                [sys.executable, "-m", "backscroll.cli.main", "append", "-"],
+                env={**os.environ, "BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(path)},
                 input=orjson.dumps(_event("s", 0)) + b"\n",
                 capture_output=True,
                 timeout=120,

@@ -12,7 +12,7 @@ import pytest
 from kafka import errors as ke
 from kafka.future import Future
 
-from sessionlog.ingest import (
+from backscroll.ingest import (
     Appender,
     AppenderSettings,
     IngestError,
@@ -23,12 +23,12 @@ from sessionlog.ingest import (
     RecordRejected,
     ensure_topics,
 )
-from sessionlog.ingest import export as export_module
-from sessionlog.ingest import topics as topics_module
-from sessionlog.ingest.export import LogExport, export_kafka
-from sessionlog.ingest.kafka_errors import translate_kafka_error
+from backscroll.ingest import export as export_module
+from backscroll.ingest import topics as topics_module
+from backscroll.ingest.export import LogExport, export_kafka
+from backscroll.ingest.kafka_errors import translate_kafka_error
 
-KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic="sessionlog.unit-errors", request_timeout_s=1.0)
+KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic="backscroll.unit-errors", request_timeout_s=1.0)
 
 #: Every kind of driver error and the typed error it must become.
 KINDS: list[tuple[BaseException, type[IngestError]]] = [

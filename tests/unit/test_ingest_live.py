@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 
-from sessionlog.ingest.live import LiveLog
-from sessionlog.ingest.wire import EventRecord, encode_record, parse_record
+from backscroll.ingest.live import LiveLog
+from backscroll.ingest.wire import EventRecord, encode_record, parse_record
 
 
 def ev(session: str, seq: int) -> EventRecord:

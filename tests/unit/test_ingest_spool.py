@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionlog.ingest.errors import SpoolFull, SpoolLocked
-from sessionlog.ingest.spool import MAGIC, Spool, encode_frame, open_slot
+from backscroll.ingest.errors import SpoolFull, SpoolLocked
+from backscroll.ingest.spool import MAGIC, Spool, encode_frame, open_slot
 
 
 def _fill(spool: Spool, n: int, session: str = "s-1", start: int = 0) -> list[int]:
@@ -151,8 +151,8 @@ def test_lock_refuses_a_second_owner_in_this_and_another_process(tmp_path: Path)
             Spool(tmp_path)
         assert f"pid {os.getpid()}" in str(err.value)
         code = (
-            "import sys\nfrom sessionlog.ingest.spool import Spool\n"
-            "from sessionlog.ingest.errors import SpoolLocked\n"
+            "import sys\nfrom backscroll.ingest.spool import Spool\n"
+            "from backscroll.ingest.errors import SpoolLocked\n"
             "try:\n    Spool(sys.argv[1])\nexcept SpoolLocked:\n    sys.exit(7)\nsys.exit(0)\n"
         )
         done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], timeout=60, check=False)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sessionlog.ingest.errors import SpoolError, SpoolFull
-from sessionlog.ingest.spool import MAGIC, Spool, encode_frame
-from sessionlog.ingest.spool_format import scan_segment
+from backscroll.ingest.errors import SpoolError, SpoolFull
+from backscroll.ingest.spool import MAGIC, Spool, encode_frame
+from backscroll.ingest.spool_format import scan_segment
 
 SEGMENT = 64 * 1024
 
@@ -45,7 +45,7 @@ def _spool_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name.startswith("sessionlog") and r.levelno >= logging.WARNING
+        if r.name.startswith("backscroll") and r.levelno >= logging.WARNING
     ]
 
 
@@ -92,7 +92,7 @@ def test_a_crash_leaves_a_zero_tail_that_recovery_cuts_without_a_warning(
 ) -> None:
     written, segment = _crashed(tmp_path, 30)
     assert segment.stat().st_size == SEGMENT
-    caplog.set_level(logging.DEBUG, logger="sessionlog")
+    caplog.set_level(logging.DEBUG, logger="backscroll")
     with Spool(tmp_path / "crashed") as spool:
         assert spool.recovery.records == 30
         assert spool.recovery.truncated_segments == () and spool.recovery.truncated_bytes == 0
@@ -118,7 +118,7 @@ def test_a_crash_before_the_first_record_or_the_magic_leaves_nothing_behind(
 
 _APPEND_AND_WAIT = """
 import sys
-from sessionlog.ingest.spool import Spool
+from backscroll.ingest.spool import Spool
 spool = Spool(sys.argv[1], segment_bytes=int(sys.argv[2]), fsync="never")
 for i in range(int(sys.argv[3])):
     spool.append(b"s-%d" % (i % 3), i, b'{"n":%d}' % i)
@@ -144,7 +144,7 @@ def test_kill_9_of_the_owner_loses_no_record_and_recovery_cuts_the_tail_silently
     finally:
         child.send_signal(signal.SIGKILL)
         child.communicate()
-    caplog.set_level(logging.DEBUG, logger="sessionlog")
+    caplog.set_level(logging.DEBUG, logger="backscroll")
     with Spool(tmp_path) as spool:
         assert spool.recovery.records == n and spool.recovery.truncated_segments == ()
         got = spool.read(0, 10_000, 10**9)
@@ -216,7 +216,7 @@ def test_without_preallocation_the_spool_writes_the_same_bytes(
         raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
 
     monkeypatch.setattr(os, "posix_fallocate", unsupported)
-    caplog.set_level(logging.INFO, logger="sessionlog")
+    caplog.set_level(logging.INFO, logger="backscroll")
     with Spool(tmp_path / "written", segment_bytes=4096, fsync="never") as written:
         _write(written, 60)
         assert _segments(tmp_path / "written")[-1].stat().st_size == written.size_bytes - sum(

@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from sessionlog.ingest import (
+from backscroll.ingest import (
     IngestError,
     LogCorrupt,
     LogFull,
     LogInaccessible,
     LogUnavailable,
-    NotASessionlogFile,
+    NotABackscrollFile,
     SQLiteEntryLog,
     sqlite_file,
 )
-from sessionlog.ingest.export import LogExport, export_sqlite
-from sessionlog.ingest.sqlite_file import translate_sqlite_error
+from backscroll.ingest.export import LogExport, export_sqlite
+from backscroll.ingest.sqlite_file import translate_sqlite_error
 
 
 def _error(cls: type[sqlite3.Error], message: str, name: str | None) -> sqlite3.Error:
@@ -43,7 +43,7 @@ KINDS: list[tuple[sqlite3.Error, type[IngestError]]] = [
     ),
     (_error(sqlite3.OperationalError, "unable to open database file", "SQLITE_CANTOPEN"), LogInaccessible),
     (_error(sqlite3.DatabaseError, "database disk image is malformed", "SQLITE_CORRUPT"), LogCorrupt),
-    (_error(sqlite3.DatabaseError, "file is not a database", "SQLITE_NOTADB"), NotASessionlogFile),
+    (_error(sqlite3.DatabaseError, "file is not a database", "SQLITE_NOTADB"), NotABackscrollFile),
     (_error(sqlite3.IntegrityError, "UNIQUE constraint failed", "SQLITE_CONSTRAINT_UNIQUE"), LogInaccessible),
     (_error(sqlite3.InterfaceError, "bad parameter", None), LogUnavailable),
     (_error(sqlite3.ProgrammingError, "cannot operate on a closed database", None), LogInaccessible),

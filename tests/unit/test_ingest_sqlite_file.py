@@ -1,4 +1,4 @@
-"""The embedded file is identified as sessionlog's before anything is written to it, and read-only
+"""The embedded file is identified as backscroll's before anything is written to it, and read-only
 opens never create it; every sqlite3 error leaves ingest as a typed error."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionlog.ingest import LogNotFound, NotASessionlogFile, SQLiteEntryLog
-from sessionlog.ingest.sqlite_file import APPLICATION_ID, SCHEMA_VERSION, connect
+from backscroll.ingest import LogNotFound, NotABackscrollFile, SQLiteEntryLog
+from backscroll.ingest.sqlite_file import APPLICATION_ID, SCHEMA_VERSION, connect
 
 EVENT = {
     "v": 1,
@@ -53,7 +53,7 @@ def _header(path: Path) -> tuple[int, int, str]:
 
 
 def test_a_new_file_is_created_identified_and_in_wal_mode(tmp_path: Path) -> None:
-    path = tmp_path / "deep" / "er" / "sessionlog.db"
+    path = tmp_path / "deep" / "er" / "backscroll.db"
     with SQLiteEntryLog(path) as log:
         log.append(EVENT)
     assert _header(path) == (APPLICATION_ID, SCHEMA_VERSION, "wal")
@@ -64,12 +64,12 @@ def test_another_applications_database_is_refused_and_left_untouched(tmp_path: P
     path = tmp_path / "theirs.db"
     _foreign(path, app_id=app_id)
     before = _digest(path)
-    with SQLiteEntryLog(path) as log, pytest.raises(NotASessionlogFile) as err:
+    with SQLiteEntryLog(path) as log, pytest.raises(NotABackscrollFile) as err:
         log.append(EVENT)
     assert "another application" in str(err.value) and str(path) in str(err.value)
     assert not err.value.retriable
     for create in (True, False):
-        with pytest.raises(NotASessionlogFile):
+        with pytest.raises(NotABackscrollFile):
             connect(path, create=create)
     assert _digest(path) == before, "not one byte written"
     assert _header(path) == (app_id, 0, "delete"), "journal mode not switched"
@@ -81,7 +81,7 @@ def test_another_applications_database_is_refused_and_left_untouched(tmp_path: P
 def test_a_foreign_wal_database_keeps_its_tables(tmp_path: Path) -> None:
     path = tmp_path / "theirs.db"
     _foreign(path, wal=True)
-    with pytest.raises(NotASessionlogFile):
+    with pytest.raises(NotABackscrollFile):
         connect(path)
     conn = sqlite3.connect(path)
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["invoices"]
@@ -93,19 +93,19 @@ def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path) -> None:
     path.write_bytes(b"these are my notes, not a database\n" * 200)
     before = _digest(path)
     for create in (True, False):
-        with pytest.raises(NotASessionlogFile) as err:
+        with pytest.raises(NotABackscrollFile) as err:
             connect(path, create=create)
         assert "not an SQLite database" in str(err.value)
     assert _digest(path) == before
 
 
-def test_a_file_of_a_newer_sessionlog_is_refused(tmp_path: Path) -> None:
+def test_a_file_of_a_newer_backscroll_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.db"
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
-    with pytest.raises(NotASessionlogFile, match="newer sessionlog"):
+    with pytest.raises(NotABackscrollFile, match="newer backscroll"):
         connect(path)
 
 
@@ -150,8 +150,8 @@ def test_the_embedded_log_and_the_interface_load_no_kafka_client() -> None:
 
     code = (
         "import sys\n"
-        "from sessionlog.ingest import EntryLog, Position, SQLiteEntryLog, LogNotFound\n"
-        "import sessionlog.ingest.export, sessionlog.ingest.sqlite_file\n"
+        "from backscroll.ingest import EntryLog, Position, SQLiteEntryLog, LogNotFound\n"
+        "import backscroll.ingest.export, backscroll.ingest.sqlite_file\n"
         "assert 'kafka' not in sys.modules, sorted(m for m in sys.modules if m.startswith('kafka'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

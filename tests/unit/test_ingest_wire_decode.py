@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionlog.ingest.errors import RecordRejected
-from sessionlog.ingest.wire import EventRecord, HeaderRecord, decode_record, parse_record
+from backscroll.ingest.errors import RecordRejected
+from backscroll.ingest.wire import EventRecord, HeaderRecord, decode_record, parse_record
 
 EVENT: dict[str, Any] = {
     "v": 1,

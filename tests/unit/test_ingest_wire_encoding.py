@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionlog.ingest.wire import EventRecord, HeaderRecord, encode_record, parse_record
+from backscroll.ingest.wire import EventRecord, HeaderRecord, encode_record, parse_record
 
 
 def _reference(record: EventRecord | HeaderRecord) -> bytes:

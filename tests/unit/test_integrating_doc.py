@@ -1,7 +1,7 @@
 """Every ``python`` block of docs/integrating.md runs, in order, in one namespace: against the
-embedded backend, a real ``sessionlog mcp`` subprocess, and scripted offline stand-ins for the
+embedded backend, a real ``backscroll mcp`` subprocess, and scripted offline stand-ins for the
 OpenAI and Anthropic APIs (the real SDK clients over a mock HTTP transport). The JSON client
-configurations in the doc and the README are what ``sessionlog mcp`` accepts."""
+configurations in the doc and the README are what ``backscroll mcp`` accepts."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import httpx2
 import openai
 import pytest
 
-from sessionlog.query.tools import Toolset
+from backscroll.query.tools import Toolset
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "integrating.md"
@@ -143,8 +143,8 @@ def test_every_python_block_of_the_integration_guide_runs(
 
 def _check_client_config(text: str) -> None:
     config = json.loads(text)
-    server = config["mcpServers"]["sessionlog"]
-    assert server["command"] == "sessionlog" and server["args"][0] == "mcp"
+    server = config["mcpServers"]["backscroll"]
+    assert server["command"] == "backscroll" and server["args"][0] == "mcp"
     assert "--workspace" in server["args"] or "--session" in server["args"]
 
 

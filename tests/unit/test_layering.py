@@ -17,52 +17,52 @@ import pytest
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[2]
-#: Each distribution's source root; together they make up the ``sessionlog`` namespace package.
+#: Each distribution's source root; together they make up the ``backscroll`` namespace package.
 DISTRIBUTIONS = {
-    "sessionlog-ingest": REPO / "ingest",
-    "sessionlog-indexer": REPO / "indexer",
-    "sessionlog-query": REPO / "query",
-    "sessionlog": REPO,
+    "backscroll-ingest": REPO / "ingest",
+    "backscroll-indexer": REPO / "indexer",
+    "backscroll-query": REPO / "query",
+    "backscroll": REPO,
 }
 SOURCE_ROOTS = tuple(path / "src" for path in DISTRIBUTIONS.values())
-ROOT = "sessionlog"
+ROOT = "backscroll"
 
 #: The indexer modules the query side may read: the schema of the read model and the pure folds.
 QUERY_MAY_IMPORT_FROM_INDEXER = frozenset(
     {
-        "sessionlog.indexer.document",
+        "backscroll.indexer.document",
         # the embedded event row layout (which fields are columns, not repeated in ``doc``)
-        "sessionlog.indexer.sqlite_docs",
+        "backscroll.indexer.sqlite_docs",
         # the embedded time column's encoding (``time_us``), so filters compare what the view wrote
-        "sessionlog.indexer.sqlite_rows",
-        "sessionlog.indexer.textfold",
-        "sessionlog.indexer.fold",
-        "sessionlog.indexer.settings",
+        "backscroll.indexer.sqlite_rows",
+        "backscroll.indexer.textfold",
+        "backscroll.indexer.fold",
+        "backscroll.indexer.settings",
         # the OpenSearch security failures as one line (401/403/TLS), shared by both adapters
-        "sessionlog.indexer.os_security",
+        "backscroll.indexer.os_security",
     }
 )
 
 PURE_MODULES = (
-    "sessionlog.ingest.wire",
-    "sessionlog.indexer.document",
-    "sessionlog.indexer.sqlite_docs",
-    "sessionlog.indexer.sqlite_rows",
-    "sessionlog.indexer.textfold",
-    "sessionlog.indexer.fold",
-    "sessionlog.indexer.fold_types",
-    "sessionlog.indexer.projector",
-    "sessionlog.indexer.deadletter",
-    "sessionlog.query.builder",
-    "sessionlog.query.plan",
-    "sessionlog.query.scoring",
-    "sessionlog.query.live",
-    "sessionlog.query.excerpt",
-    "sessionlog.query.render",
-    "sessionlog.query.cursor",
-    "sessionlog.query.scope",
-    "sessionlog.query.contract",
-    "sessionlog.query.errors",
+    "backscroll.ingest.wire",
+    "backscroll.indexer.document",
+    "backscroll.indexer.sqlite_docs",
+    "backscroll.indexer.sqlite_rows",
+    "backscroll.indexer.textfold",
+    "backscroll.indexer.fold",
+    "backscroll.indexer.fold_types",
+    "backscroll.indexer.projector",
+    "backscroll.indexer.deadletter",
+    "backscroll.query.builder",
+    "backscroll.query.plan",
+    "backscroll.query.scoring",
+    "backscroll.query.live",
+    "backscroll.query.excerpt",
+    "backscroll.query.render",
+    "backscroll.query.cursor",
+    "backscroll.query.scope",
+    "backscroll.query.contract",
+    "backscroll.query.errors",
 )
 #: Top-level modules that do I/O; a pure module imports none of them (nor a submodule of one).
 IO_MODULES = frozenset({"kafka", "opensearchpy", "socket", "requests", "urllib3", "sqlite3"})
@@ -157,12 +157,12 @@ def violations(package: str, forbidden: tuple[str, ...]) -> list[str]:
 
 
 def test_the_walker_finds_imports() -> None:
-    assert {"sessionlog.ingest", "sessionlog.indexer", "sessionlog.query", "sessionlog.ingest.wire"} <= set(
+    assert {"backscroll.ingest", "backscroll.indexer", "backscroll.query", "backscroll.ingest.wire"} <= set(
         modules()
     )
-    plan = {imp.target for imp in imports_of("sessionlog.query.plan")}
-    assert "sessionlog.indexer.document" in plan
-    assert any(in_package(imp.target, "kafka") for imp in imports_of("sessionlog.ingest.topics"))
+    plan = {imp.target for imp in imports_of("backscroll.query.plan")}
+    assert "backscroll.indexer.document" in plan
+    assert any(in_package(imp.target, "kafka") for imp in imports_of("backscroll.ingest.topics"))
     assert _resolve_relative("a.b.c", False, 1, "d") == "a.b.d"
     assert _resolve_relative("a.b", True, 2, None) == "a"
 
@@ -171,24 +171,24 @@ def test_the_walker_finds_imports() -> None:
 
 
 def test_ingest_imports_nothing_above_it() -> None:
-    assert violations("sessionlog.ingest", ("sessionlog.indexer", "sessionlog.query", "sessionlog.cli")) == []
+    assert violations("backscroll.ingest", ("backscroll.indexer", "backscroll.query", "backscroll.cli")) == []
 
 
 def test_indexer_imports_neither_query_nor_cli() -> None:
-    assert violations("sessionlog.indexer", ("sessionlog.query", "sessionlog.cli")) == []
+    assert violations("backscroll.indexer", ("backscroll.query", "backscroll.cli")) == []
 
 
 def test_query_imports_no_cli() -> None:
-    assert violations("sessionlog.query", ("sessionlog.cli",)) == []
+    assert violations("backscroll.query", ("backscroll.cli",)) == []
 
 
 def test_query_reads_only_the_indexer_schema_modules() -> None:
     wrong = [
         str(imp)
         for module in modules()
-        if in_package(module, "sessionlog.query")
+        if in_package(module, "backscroll.query")
         for imp in imports_of(module)
-        if in_package(imp.target, "sessionlog.indexer") and imp.target not in QUERY_MAY_IMPORT_FROM_INDEXER
+        if in_package(imp.target, "backscroll.indexer") and imp.target not in QUERY_MAY_IMPORT_FROM_INDEXER
     ]
     assert wrong == [], "query may import only " + ", ".join(sorted(QUERY_MAY_IMPORT_FROM_INDEXER))
     assert set(modules()) >= QUERY_MAY_IMPORT_FROM_INDEXER
@@ -202,7 +202,7 @@ def test_every_pure_module_exists() -> None:
 
 
 def _ours(module: str) -> set[str]:
-    """The sessionlog modules ``module`` imports (package ``__init__`` files are not followed)."""
+    """The backscroll modules ``module`` imports (package ``__init__`` files are not followed)."""
     return {imp.target for imp in imports_of(module) if imp.target in modules() and imp.target != ROOT} - {
         m for m in modules() if modules()[m].name == "__init__.py"
     }
@@ -230,13 +230,13 @@ def test_pure_modules_do_no_io(pure: str) -> None:
 
 
 def test_the_purity_check_is_not_vacuous() -> None:
-    assert closure("sessionlog.indexer.projector") >= {
-        "sessionlog.indexer.document",
-        "sessionlog.indexer.fold",
-        "sessionlog.ingest.wire",
-        "sessionlog.ingest.errors",
+    assert closure("backscroll.indexer.projector") >= {
+        "backscroll.indexer.document",
+        "backscroll.indexer.fold",
+        "backscroll.ingest.wire",
+        "backscroll.ingest.errors",
     }
-    assert any(imp.target.split(".")[0] in IO_MODULES for imp in imports_of("sessionlog.query.clients"))
+    assert any(imp.target.split(".")[0] in IO_MODULES for imp in imports_of("backscroll.query.clients"))
     sample = ast.parse("import os\nfrom os import getenv\nx = os.environ['A']\ny = os.path.join('a')\n")
     assert env_hits(sample, "m") == ["m:2 imports os.getenv", "m:3 uses os.environ"]
 
@@ -262,14 +262,14 @@ def _ours_required(distribution: str) -> set[str]:
 
 
 def test_declared_dependencies_flow_one_way() -> None:
-    assert _ours_required("sessionlog-ingest") == set()
-    assert _ours_required("sessionlog-indexer") == {"sessionlog-ingest"}
-    assert _ours_required("sessionlog-query") == {"sessionlog-indexer"}
-    assert _ours_required("sessionlog") == {"sessionlog-ingest", "sessionlog-indexer", "sessionlog-query"}
+    assert _ours_required("backscroll-ingest") == set()
+    assert _ours_required("backscroll-indexer") == {"backscroll-ingest"}
+    assert _ours_required("backscroll-query") == {"backscroll-indexer"}
+    assert _ours_required("backscroll") == {"backscroll-ingest", "backscroll-indexer", "backscroll-query"}
 
 
 def test_an_agent_that_only_appends_gets_pydantic_kafka_and_orjson() -> None:
-    names = {r.name for r in _requirements("sessionlog-ingest")}
+    names = {r.name for r in _requirements("backscroll-ingest")}
     assert names == {"pydantic", "pydantic-settings", "kafka-python", "orjson"}
 
 
@@ -287,9 +287,9 @@ def test_one_version_for_all_and_no_exact_pins_of_other_projects() -> None:
 
 def test_each_distribution_ships_only_its_package() -> None:
     for distribution, path in DISTRIBUTIONS.items():
-        assert not (path / "src" / ROOT / "__init__.py").exists(), "sessionlog is a namespace package"
-        if distribution != "sessionlog":
+        assert not (path / "src" / ROOT / "__init__.py").exists(), "backscroll is a namespace package"
+        if distribution != "backscroll":
             packages = {
                 p.name for p in (path / "src" / ROOT).iterdir() if p.is_dir() and p.name != "__pycache__"
             }
-            assert packages == {distribution.removeprefix("sessionlog-")}
+            assert packages == {distribution.removeprefix("backscroll-")}

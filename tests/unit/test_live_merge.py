@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sessionlog.query.contract import SessionMatch
-from sessionlog.query.live import merge_live
+from backscroll.query.contract import SessionMatch
+from backscroll.query.live import merge_live
 
 
 def match(seq: int, score: float, *, session: str = "s1") -> SessionMatch:

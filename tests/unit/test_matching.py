@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionlog.indexer.sqlite_view import text_rows
-from sessionlog.indexer.textfold import IDENT_RE, QUERY_TOKEN_RE, cjk_grams, fold, is_cjk, mixed_key
-from sessionlog.query.scoring import (
+from backscroll.indexer.sqlite_view import text_rows
+from backscroll.indexer.textfold import IDENT_RE, QUERY_TOKEN_RE, cjk_grams, fold, is_cjk, mixed_key
+from backscroll.query.scoring import (
     FIELD_BONUS,
     OCCURRENCE,
     TIER_EXACT,

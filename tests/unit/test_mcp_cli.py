@@ -1,4 +1,4 @@
-"""``sessionlog mcp`` on the embedded backend: the scope is pinned by flags or environment (and
+"""``backscroll mcp`` on the embedded backend: the scope is pinned by flags or environment (and
 refused when it is missing, double or too wide), and the streamable HTTP transport serves the
 same tools to the SDK's HTTP client."""
 
@@ -20,16 +20,16 @@ from mcp.client.streamable_http import streamable_http_client
 from test_tool_sdks import load
 from typer.testing import CliRunner
 
-from sessionlog.cli.main import app
+from backscroll.cli.main import app
 
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     for name in list(os.environ):
-        if name.startswith("SESSIONLOG_"):
+        if name.startswith("BACKSCROLL_"):
             monkeypatch.delenv(name)
-    load(tmp_path / "sessionlog.db")
-    values = {"SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_SQLITE_PATH": str(tmp_path / "sessionlog.db")}
+    load(tmp_path / "backscroll.db")
+    values = {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(tmp_path / "backscroll.db")}
     for name, value in values.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)
@@ -44,7 +44,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
         (["--workspace", "ws-a", "--workspace", "ws-b"], {}, "SESSION_QUERY_INVALID_SCOPE"),
         (["--session", " "], {}, "SESSION_QUERY_INVALID_SCOPE"),
         (["--session", "s-root", "--own-session", "s-child"], {}, "--own-session must be one of"),
-        ([], {"SESSIONLOG_MCP_WORKSPACES": "ws-a ws-b"}, "SESSION_QUERY_INVALID_SCOPE"),
+        ([], {"BACKSCROLL_MCP_WORKSPACES": "ws-a ws-b"}, "SESSION_QUERY_INVALID_SCOPE"),
     ],
 )
 def test_the_scope_must_be_pinned_and_narrow(
@@ -71,8 +71,8 @@ def _free_port() -> int:
 @pytest.fixture
 def http_server(env: dict[str, str], tmp_path: Path) -> Iterator[str]:
     port = _free_port()
-    command = [sys.executable, "-m", "sessionlog.cli.main", "mcp", "--transport", "http", "--port", str(port)]
-    child_env = {**os.environ, "SESSIONLOG_MCP_WORKSPACES": "ws-a", "SESSIONLOG_MCP_OPS": "true"}
+    command = [sys.executable, "-m", "backscroll.cli.main", "mcp", "--transport", "http", "--port", str(port)]
+    child_env = {**os.environ, "BACKSCROLL_MCP_WORKSPACES": "ws-a", "BACKSCROLL_MCP_OPS": "true"}
     with (tmp_path / "http.err").open("w") as errlog:
         process = subprocess.Popen(command, env=child_env, stdout=subprocess.DEVNULL, stderr=errlog)
         try:

@@ -15,9 +15,9 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from sessionlog.cli.main import app
-from sessionlog.cli.workload import demo_records
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.cli.main import app
+from backscroll.cli.workload import demo_records
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
 
 class Listener:
@@ -63,14 +63,14 @@ def embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listener: Listener
     """The embedded backend selected, with bogus server addresses pointing at ``listener``."""
     path = tmp_path / "ops.db"
     for name in list(__import__("os").environ):
-        if name.startswith("SESSIONLOG_"):
+        if name.startswith("BACKSCROLL_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)  # no .env from the checkout
-    monkeypatch.setenv("SESSIONLOG_BACKEND", "embedded")
-    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(path))
-    monkeypatch.setenv("SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", f"127.0.0.1:{listener.port}")
-    monkeypatch.setenv("SESSIONLOG_OPENSEARCH_URL", f"http://127.0.0.1:{listener.port}")
-    monkeypatch.setenv("SESSIONLOG_INDEXER_IDLE_TIMEOUT_S", "20")
+    monkeypatch.setenv("BACKSCROLL_BACKEND", "embedded")
+    monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(path))
+    monkeypatch.setenv("BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", f"127.0.0.1:{listener.port}")
+    monkeypatch.setenv("BACKSCROLL_OPENSEARCH_URL", f"http://127.0.0.1:{listener.port}")
+    monkeypatch.setenv("BACKSCROLL_INDEXER_IDLE_TIMEOUT_S", "20")
     return path
 
 
@@ -142,9 +142,9 @@ def test_rebuild_compacts_the_projection(embedded: Path) -> None:
 def test_a_rebuild_whose_compaction_fails_still_completes_and_says_why(
     embedded: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from sessionlog.indexer.errors import ViewFailed
-    from sessionlog.indexer.operations import rebuild_embedded
-    from sessionlog.indexer.sqlite_view import SQLiteView
+    from backscroll.indexer.errors import ViewFailed
+    from backscroll.indexer.operations import rebuild_embedded
+    from backscroll.indexer.sqlite_view import SQLiteView
 
     records = _append_demo(embedded)
 
@@ -180,15 +180,15 @@ def test_index_on_a_file_that_is_not_a_database_fails_at_once_with_one_line(embe
 
 def test_a_read_only_file_stops_the_runner_with_a_non_retriable_error(embedded: Path) -> None:
     """Root ignores file modes, so the file is opened read-only the way SQLite reports it."""
-    from sessionlog.indexer.errors import IndexerError
-    from sessionlog.indexer.runner import Runner
-    from sessionlog.indexer.sqlite_deadletters import SQLiteDeadLetters
-    from sessionlog.indexer.sqlite_source import SQLiteSource
-    from sessionlog.indexer.sqlite_view import SQLiteView
+    from backscroll.indexer.errors import IndexerError
+    from backscroll.indexer.runner import Runner
+    from backscroll.indexer.sqlite_deadletters import SQLiteDeadLetters
+    from backscroll.indexer.sqlite_source import SQLiteSource
+    from backscroll.indexer.sqlite_view import SQLiteView
 
     with SQLiteEntryLog(embedded) as log:
         log.append(next(iter(demo_records(workspaces=1, sessions=1))))
-    from sessionlog.indexer.embedded import open_embedded
+    from backscroll.indexer.embedded import open_embedded
 
     open_embedded(embedded).close()  # every table exists; only writing is refused
     conn = sqlite3.connect(f"file:{embedded}?mode=ro", uri=True, isolation_level=None)

@@ -11,9 +11,9 @@ from bisect import bisect_right
 from hypothesis import given, settings
 from tests.contracts.token_texts import TOKEN_TEXTS
 
-from sessionlog.indexer.document import events_template_body, sessions_index_body
-from sessionlog.indexer.os_analysis import analysis_settings
-from sessionlog.indexer.textfold import CJK_RANGES, ident_tokens, word_tokens
+from backscroll.indexer.document import events_template_body, sessions_index_body
+from backscroll.indexer.os_analysis import analysis_settings
+from backscroll.indexer.textfold import CJK_RANGES, ident_tokens, word_tokens
 
 _JOINERS = "_.:-"
 

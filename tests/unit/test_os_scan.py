@@ -10,13 +10,13 @@ from typing import Any, cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionlog.indexer.textfold import fold, word_tokens
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
-from sessionlog.query.aio import AsyncOpenSearchEngine
-from sessionlog.query.opensearch_access import OpenSearchAccess
-from sessionlog.query.os_scan import SCAN_MAX_ROWS, Oversized, candidates, fits, scan_top
-from sessionlog.query.plan import plan_request
-from sessionlog.query.scoring import score_text
+from backscroll.indexer.textfold import fold, word_tokens
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
+from backscroll.query.aio import AsyncOpenSearchEngine
+from backscroll.query.opensearch_access import OpenSearchAccess
+from backscroll.query.os_scan import SCAN_MAX_ROWS, Oversized, candidates, fits, scan_top
+from backscroll.query.plan import plan_request
+from backscroll.query.scoring import score_text
 
 WORDS = [
     "report",
@@ -134,7 +134,7 @@ def test_the_async_engine_plans_the_same_way() -> None:
     client = AsyncClient([_entry(i, f"report {i}") for i in range(4)])
     access = OpenSearchAccess("SESSION_QUERY_INDEX_FAILED", index_prefix="u6")
     engine = AsyncOpenSearchEngine(Scope.session("s1"), access, cast(Any, client), scan_max_rows=3)
-    from sessionlog.query.aio import AsyncSearchProvider
+    from backscroll.query.aio import AsyncSearchProvider
 
     provider = AsyncSearchProvider(Scope.session("s1"), engine)
     asyncio.run(provider.asearch(SessionQueryRequest(query="report")))

@@ -12,13 +12,13 @@ import orjson
 import pytest
 from opensearchpy.exceptions import SerializationError
 
-from sessionlog.indexer.document import events_template_body
-from sessionlog.query import OpenSearchProvider, Scope, SessionQueryRequest
-from sessionlog.query.builder import HIT_SOURCE, browse_body, count_body, scan_body, search_body
-from sessionlog.query.excerpt import excerpt
-from sessionlog.query.os_json import OrjsonSerializer
-from sessionlog.query.plan import plan_request
-from sessionlog.query.typo_hints import typo_hints
+from backscroll.indexer.document import events_template_body
+from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
+from backscroll.query.builder import HIT_SOURCE, browse_body, count_body, scan_body, search_body
+from backscroll.query.excerpt import excerpt
+from backscroll.query.os_json import OrjsonSerializer
+from backscroll.query.plan import plan_request
+from backscroll.query.typo_hints import typo_hints
 
 
 class CountingClient:

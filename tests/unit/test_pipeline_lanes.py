@@ -19,13 +19,13 @@ from tests.unit.test_runner_faults import (
     _records,
 )
 
-from sessionlog.indexer.collector import GC_THRESHOLDS, gc_headroom
-from sessionlog.indexer.errors import ViewUnavailable
-from sessionlog.indexer.pipeline import lane_of
-from sessionlog.indexer.ports import WriteResult
-from sessionlog.indexer.projector import Action
-from sessionlog.indexer.runner import Runner
-from sessionlog.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.collector import GC_THRESHOLDS, gc_headroom
+from backscroll.indexer.errors import ViewUnavailable
+from backscroll.indexer.pipeline import lane_of
+from backscroll.indexer.ports import WriteResult
+from backscroll.indexer.projector import Action
+from backscroll.indexer.runner import Runner
+from backscroll.indexer.sqlite_view import SQLiteView
 
 _GATE_TIMEOUT_S = 30.0  # only a hang guard: the order is set by the gate, never by time
 

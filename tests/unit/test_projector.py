@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from sessionlog.indexer.document import content_hash
-from sessionlog.indexer.fold import FoldEvent
-from sessionlog.indexer.projector import MAX_RECORDED_VIOLATIONS, SessionProjection
-from sessionlog.ingest.wire import EventRecord, HeaderRecord, parse_record
+from backscroll.indexer.document import content_hash
+from backscroll.indexer.fold import FoldEvent
+from backscroll.indexer.projector import MAX_RECORDED_VIOLATIONS, SessionProjection
+from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
 
 SID = "sess-1"
 

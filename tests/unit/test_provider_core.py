@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-from sessionlog.backend import Backend, BackendSettings
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.ingest.live import LiveLog
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.ingest.wire import EventRecord, parse_record
-from sessionlog.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
-from sessionlog.query.opensearch_provider import OpenSearchProvider
-from sessionlog.query.session_reader import SessionReader
-from sessionlog.query.sqlite_provider import SQLiteProvider
-from sessionlog.query.sqlite_reader import SQLiteSessionReader
+from backscroll.backend import Backend, BackendSettings
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.ingest.live import LiveLog
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.wire import EventRecord, parse_record
+from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query.opensearch_provider import OpenSearchProvider
+from backscroll.query.session_reader import SessionReader
+from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite_reader import SQLiteSessionReader
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 
@@ -226,7 +226,7 @@ def test_search_disabled_refuses_valid_and_invalid_requests_but_reads_work(db: P
 
 
 def test_search_disabled_by_the_environment(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SESSIONLOG_SEARCH_ENABLED", "false")
+    monkeypatch.setenv("BACKSCROLL_SEARCH_ENABLED", "false")
     backend = Backend.from_env(BackendSettings(backend="embedded", sqlite_path=db))
     with backend.open_provider(Scope.workspace("w")) as provider:
         assert (
@@ -373,8 +373,8 @@ def test_a_bare_live_log_needs_a_backend_that_names_its_log() -> None:
 
 _PROBE = """
 import json, sys
-import sessionlog.query
-from sessionlog.query import Scope, SessionQueryRequest, SQLiteProvider, SQLiteSessionReader
+import backscroll.query
+from backscroll.query import Scope, SessionQueryRequest, SQLiteProvider, SQLiteSessionReader
 with SQLiteProvider(Scope.workspace("w"), sys.argv[1]) as provider:
     found = [m.seq for m in provider.search(SessionQueryRequest(query="budget", limit=2)).matches]
 with SQLiteSessionReader(Scope.workspace("w"), sys.argv[1]) as reader:

@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-PACKAGES = ("sessionlog.ingest", "sessionlog.indexer", "sessionlog.query")
+PACKAGES = ("backscroll.ingest", "backscroll.indexer", "backscroll.query")
 
 
 def package(name: str) -> ModuleType:
@@ -39,9 +39,9 @@ def test_exports_are_not_private(name: str) -> None:
 
 def test_key_names_are_public() -> None:
     expected = {
-        "sessionlog.ingest": {"Appender", "EventRecord", "HeaderRecord", "RecordRejected", "decode_record"},
-        "sessionlog.indexer": {"Runner", "DeadLetter", "decode_envelope"},
-        "sessionlog.query": {"Scope", "SessionQueryRequest", "SessionQueryResult", "SessionQueryError"},
+        "backscroll.ingest": {"Appender", "EventRecord", "HeaderRecord", "RecordRejected", "decode_record"},
+        "backscroll.indexer": {"Runner", "DeadLetter", "decode_envelope"},
+        "backscroll.query": {"Scope", "SessionQueryRequest", "SessionQueryResult", "SessionQueryError"},
     }
     for name, names in expected.items():
         assert names <= set(package(name).__all__), name

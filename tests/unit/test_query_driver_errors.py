@@ -15,15 +15,15 @@ import pytest
 import urllib3.exceptions
 from opensearchpy import exceptions as osx
 
-from sessionlog.indexer.os_security import security_failure
-from sessionlog.indexer.settings import OpenSearchSettings
-from sessionlog.ingest.errors import IngestError, LogUnavailable
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest
-from sessionlog.query.opensearch_provider import OpenSearchProvider
-from sessionlog.query.reader_base import ReaderBase
-from sessionlog.query.session_reader import SessionReader
-from sessionlog.query.sqlite_provider import SQLiteProvider
-from sessionlog.query.sqlite_reader import SQLiteSessionReader
+from backscroll.indexer.os_security import security_failure
+from backscroll.indexer.settings import OpenSearchSettings
+from backscroll.ingest.errors import IngestError, LogUnavailable
+from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query.opensearch_provider import OpenSearchProvider
+from backscroll.query.reader_base import ReaderBase
+from backscroll.query.session_reader import SessionReader
+from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite_reader import SQLiteSessionReader
 
 OPENSEARCH_ERRORS: list[Exception] = [
     osx.ConnectionError("N/A", "connection refused", Exception("refused")),

@@ -10,11 +10,11 @@ from typing import Any, cast
 
 import pytest
 
-from sessionlog.query import Scope
-from sessionlog.query.builder import QueryPlan
-from sessionlog.query.engine import EngineHit, EngineQuery
-from sessionlog.query.opensearch_provider import OpenSearchEngine
-from sessionlog.query.readings import (
+from backscroll.query import Scope
+from backscroll.query.builder import QueryPlan
+from backscroll.query.engine import EngineHit, EngineQuery
+from backscroll.query.opensearch_provider import OpenSearchEngine
+from backscroll.query.readings import (
     INSIDE_MAX,
     WINDOW,
     Known,
@@ -29,7 +29,7 @@ from sessionlog.query.readings import (
     tier_of,
     window_needed,
 )
-from sessionlog.query.scoring import (
+from backscroll.query.scoring import (
     TIER_EXACT,
     TIER_FUZZY,
     TIER_FUZZY2,

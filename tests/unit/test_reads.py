@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from sessionlog.indexer.document import event_document
-from sessionlog.ingest.wire import EventRecord, HeaderRecord, parse_record
-from sessionlog.query import (
+from backscroll.indexer.document import event_document
+from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
+from backscroll.query import (
     EventRecordView,
     LiveSource,
     Scope,
@@ -22,7 +22,7 @@ from sessionlog.query import (
     SessionRecord,
     reads,
 )
-from sessionlog.query.reads import (
+from backscroll.query.reads import (
     LogEntry,
     SurfaceMarker,
     apply_event_filters,

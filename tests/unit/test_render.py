@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query.contract import SessionMatch, SessionQueryResult
-from sessionlog.query.render import render_result
+from backscroll.query.contract import SessionMatch, SessionQueryResult
+from backscroll.query.render import render_result
 
 
 def match(seq: int, **fields: Any) -> SessionMatch:

@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.indexer.deadletter import DeadLetter
-from sessionlog.indexer.decode import decode_entry
-from sessionlog.indexer.errors import (
+from backscroll.indexer.deadletter import DeadLetter
+from backscroll.indexer.decode import decode_entry
+from backscroll.indexer.errors import (
     DeadLetterUnavailable,
     IndexerError,
     SourceFailed,
@@ -27,11 +27,11 @@ from sessionlog.indexer.errors import (
     ViewFailed,
     ViewUnavailable,
 )
-from sessionlog.indexer.ports import Commit, Entry, InvalidEntry, Poll, RawRecord, WriteResult
-from sessionlog.indexer.projector import Action, SessionProjection
-from sessionlog.indexer.runner import Runner
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.indexer.view_writes import ViewWrites
+from backscroll.indexer.ports import Commit, Entry, InvalidEntry, Poll, RawRecord, WriteResult
+from backscroll.indexer.projector import Action, SessionProjection
+from backscroll.indexer.runner import Runner
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.view_writes import ViewWrites
 
 _T0 = datetime(2026, 11, 2, tzinfo=UTC)
 

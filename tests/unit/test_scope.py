@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sessionlog.query.errors import SessionQueryError
-from sessionlog.query.scope import Scope
+from backscroll.query.errors import SessionQueryError
+from backscroll.query.scope import Scope
 
 BLANK = ["", " ", "\t", "\n", "   "]
 INVALID = ["a b", "a/b", "sess\n", "ü", "a" * 129, "*", "s1,s2"]

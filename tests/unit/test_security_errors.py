@@ -12,12 +12,12 @@ from opensearchpy.exceptions import AuthenticationException, AuthorizationExcept
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from pydantic import SecretStr
 
-from sessionlog.indexer.errors import ViewAccessDenied
-from sessionlog.indexer.os_security import deny, item_failure, security_failure
-from sessionlog.indexer.settings import OpenSearchSettings
-from sessionlog.ingest.errors import LogAccessDenied
-from sessionlog.ingest.kafka_security import describe_tls_error, translate
-from sessionlog.ingest.settings import KafkaSettings
+from backscroll.indexer.errors import ViewAccessDenied
+from backscroll.indexer.os_security import deny, item_failure, security_failure
+from backscroll.indexer.settings import OpenSearchSettings
+from backscroll.ingest.errors import LogAccessDenied
+from backscroll.ingest.kafka_security import describe_tls_error, translate
+from backscroll.ingest.settings import KafkaSettings
 
 SECRET = "s3cr3t-Value-never-printed"
 
@@ -99,11 +99,11 @@ def test_opensearch_401_and_403_name_the_user_and_the_permission() -> None:
 
 
 def test_missing_acl_names_principal_and_operation() -> None:
-    err = translate(_kafka(), TopicAuthorizationFailedError("sessionlog.entries.dlq"), "produce to the DLQ")
+    err = translate(_kafka(), TopicAuthorizationFailedError("backscroll.entries.dlq"), "produce to the DLQ")
     assert isinstance(err, LogAccessDenied) and not err.retriable
     assert str(err) == (
         "Kafka broker.example:9093: principal 'sl-agent' is not allowed to produce to the DLQ: "
-        "TopicAuthorizationFailed (sessionlog.entries.dlq)"
+        "TopicAuthorizationFailed (backscroll.entries.dlq)"
     )
     err = translate(_kafka(), GroupAuthorizationFailedError("g"), "consume")
     assert "GroupAuthorizationFailed (g)" in str(err)

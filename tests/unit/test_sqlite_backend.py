@@ -9,19 +9,19 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from sessionlog.backend import Backend, BackendSettings, current_backend, default_sqlite_path
-from sessionlog.cli.main import app
-from sessionlog.indexer.sqlite_source import SQLiteSource
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.backend import Backend, BackendSettings, current_backend, default_sqlite_path
+from backscroll.cli.main import app
+from backscroll.indexer.sqlite_source import SQLiteSource
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.query.sqlite_provider import SQLiteProvider
 
-_SERVER_VARS = ("SESSIONLOG_BACKEND", "SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS", "SESSIONLOG_OPENSEARCH_URL")
+_SERVER_VARS = ("BACKSCROLL_BACKEND", "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "BACKSCROLL_OPENSEARCH_URL")
 
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for name in (*_SERVER_VARS, "SESSIONLOG_SQLITE_PATH", "SESSIONLOG_SQLITE_INDEX_ON_SEARCH"):
+    for name in (*_SERVER_VARS, "BACKSCROLL_SQLITE_PATH", "BACKSCROLL_SQLITE_INDEX_ON_SEARCH"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
@@ -33,7 +33,7 @@ def test_embedded_is_the_default(clean_env: Path) -> None:
     settings = BackendSettings()
     assert settings.selected() == "embedded"
     assert (
-        settings.sqlite_path == clean_env / "data" / "sessionlog" / "sessionlog.db" == default_sqlite_path()
+        settings.sqlite_path == clean_env / "data" / "backscroll" / "backscroll.db" == default_sqlite_path()
     )
     backend = current_backend()
     assert backend.name == "embedded" and backend.index_on_search
@@ -43,10 +43,10 @@ def test_embedded_is_the_default(clean_env: Path) -> None:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({"SESSIONLOG_KAFKA_BOOTSTRAP_SERVERS": "kafka:9092"}, "kafka-opensearch"),
-        ({"SESSIONLOG_OPENSEARCH_URL": "http://search:9200"}, "kafka-opensearch"),
-        ({"SESSIONLOG_BACKEND": "kafka-opensearch"}, "kafka-opensearch"),
-        ({"SESSIONLOG_BACKEND": "embedded", "SESSIONLOG_OPENSEARCH_URL": "http://search:9200"}, "embedded"),
+        ({"BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": "kafka:9092"}, "kafka-opensearch"),
+        ({"BACKSCROLL_OPENSEARCH_URL": "http://search:9200"}, "kafka-opensearch"),
+        ({"BACKSCROLL_BACKEND": "kafka-opensearch"}, "kafka-opensearch"),
+        ({"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_OPENSEARCH_URL": "http://search:9200"}, "embedded"),
     ],
 )
 def test_configured_servers_or_an_explicit_choice_select_the_backend(
@@ -59,7 +59,7 @@ def test_configured_servers_or_an_explicit_choice_select_the_backend(
 
 
 def test_an_unknown_backend_is_a_settings_error(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SESSIONLOG_BACKEND", "cassandra")
+    monkeypatch.setenv("BACKSCROLL_BACKEND", "cassandra")
     with pytest.raises(ValidationError):
         BackendSettings()
 
@@ -67,14 +67,14 @@ def test_an_unknown_backend_is_a_settings_error(clean_env: Path, monkeypatch: py
 def test_the_path_and_catch_up_come_from_the_environment(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SESSIONLOG_SQLITE_PATH", str(clean_env / "elsewhere.db"))
-    monkeypatch.setenv("SESSIONLOG_SQLITE_INDEX_ON_SEARCH", "false")
+    monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(clean_env / "elsewhere.db"))
+    monkeypatch.setenv("BACKSCROLL_SQLITE_INDEX_ON_SEARCH", "false")
     backend = current_backend()
     assert backend.sqlite_path == clean_env / "elsewhere.db" and not backend.index_on_search
 
 
 def test_the_embedded_factories_build_the_sqlite_pieces(tmp_path: Path) -> None:
-    from sessionlog.query import Scope
+    from backscroll.query import Scope
 
     backend = Backend.embedded(tmp_path / "f.db")
     with backend.open_log() as log, backend.open_indexer() as indexer:
@@ -94,7 +94,7 @@ def test_demo_runs_embedded(clean_env: Path) -> None:
     assert (
         "revenue forecast" in result.output and "São Paulo" in result.output and "acct_9931" in result.output
     )
-    assert (clean_env / "data" / "sessionlog" / "demo.db").exists()
+    assert (clean_env / "data" / "backscroll" / "demo.db").exists()
     again = CliRunner().invoke(app, ["demo"])  # a second run starts from a fresh file
     assert again.exit_code == 0 and "indexed 216 events" in again.output
 

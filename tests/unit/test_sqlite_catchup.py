@@ -13,12 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.cli.workload import demo_records
-from sessionlog.indexer import sqlite_catchup
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.runner import Runner
-from sessionlog.indexer.sqlite_catchup import SQLiteCatchUp
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.cli.workload import demo_records
+from backscroll.indexer import sqlite_catchup
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.runner import Runner
+from backscroll.indexer.sqlite_catchup import SQLiteCatchUp
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
 
 
 def _cjk_session() -> list[dict[str, Any]]:
@@ -121,9 +121,9 @@ def test_the_catch_up_writes_what_the_serial_runner_writes(tmp_path: Path) -> No
     assert seen and seen[-1] == len(RECORDS) and seen == sorted(seen)
     # one observation per committed batch, each with the time its write took
     registry = runner.metrics.registry
-    batches = registry.get_sample_value("sessionlog_indexer_batch_seconds_count")
+    batches = registry.get_sample_value("backscroll_indexer_batch_seconds_count")
     assert batches == stats.batches == -(-len(RECORDS) // 40)
-    assert (registry.get_sample_value("sessionlog_indexer_batch_seconds_sum") or 0.0) > 0.0
+    assert (registry.get_sample_value("backscroll_indexer_batch_seconds_sum") or 0.0) > 0.0
     got, expected = _projection(bulk_path), _serial(serial_path)
     assert got["events_cjk"] and got["events_ident"], "the workload covers every full-text table"
     assert got == expected
@@ -308,7 +308,7 @@ def test_a_stop_keeps_what_was_committed(tmp_path: Path) -> None:
 
 
 def test_the_commands_indexer_starts_with_the_catch_up(tmp_path: Path) -> None:
-    from sessionlog.backend import Backend
+    from backscroll.backend import Backend
 
     path = tmp_path / "s.db"
     _append(path, RECORDS)
@@ -325,7 +325,7 @@ def test_the_commands_indexer_starts_with_the_catch_up(tmp_path: Path) -> None:
 
 
 def test_a_fault_before_the_catch_up_is_left_to_the_loop(tmp_path: Path) -> None:
-    from sessionlog.indexer.errors import SourceUnavailable
+    from backscroll.indexer.errors import SourceUnavailable
 
     path = tmp_path / "s.db"
     _append(path, RECORDS)

@@ -10,16 +10,16 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.indexer.sqlite_docs import (
+from backscroll.indexer.sqlite_docs import (
     EVENT_COLUMNS,
     event_instant,
     event_source,
     pack_event_doc,
     split_entry_id,
 )
-from sessionlog.indexer.sqlite_rows import time_us
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.ingest.wire import entry_id, parse_record
+from backscroll.indexer.sqlite_rows import time_us
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.ingest.wire import entry_id, parse_record
 
 DOC: dict[str, Any] = {
     "schema": 1, "workspace_id": "w", "session_id": "s", "seq": 3, "type": "tool/call",

@@ -8,12 +8,12 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sessionlog.indexer.ports import Outcome, WriteResult
-from sessionlog.indexer.projector import Action, SessionProjection
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.ingest import EventRecord, HeaderRecord, parse_record
-from sessionlog.query import Scope, SessionQueryRequest
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.indexer.ports import Outcome, WriteResult
+from backscroll.indexer.projector import Action, SessionProjection
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.ingest import EventRecord, HeaderRecord, parse_record
+from backscroll.query import Scope, SessionQueryRequest
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 T0 = datetime(2026, 11, 3, tzinfo=UTC)
 

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.ingest import LogUnavailable, Position, RecordRejected
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog, connect, read_log
+from backscroll.ingest import LogUnavailable, Position, RecordRejected
+from backscroll.ingest.sqlite_log import SQLiteEntryLog, connect, read_log
 
 
 def _event(sid: str, seq: int, **extra: Any) -> dict[str, Any]:
@@ -154,7 +154,7 @@ def test_threads_share_one_log(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from sessionlog.ingest.sqlite_log import SQLiteEntryLog
+    from backscroll.ingest.sqlite_log import SQLiteEntryLog
     path, sid, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with SQLiteEntryLog(path, busy_timeout_s=60) as log:
         for seq in range(count):

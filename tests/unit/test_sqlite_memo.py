@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from sessionlog.backend import Backend
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.query import Scope, SessionQueryRequest, sqlite_provider
-from sessionlog.query.engine import Corpus
-from sessionlog.query.sqlite_memo import Bounded, SnapshotMemo
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.backend import Backend
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.query import Scope, SessionQueryRequest, sqlite_provider
+from backscroll.query.engine import Corpus
+from backscroll.query.sqlite_memo import Bounded, SnapshotMemo
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.query import Scope, SessionQueryRequest, sqlite_parts
-from sessionlog.query.candidates import PARTS, WordArms
-from sessionlog.query.sqlite_parts import parts_rowids
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.query import Scope, SessionQueryRequest, sqlite_parts
+from backscroll.query.candidates import PARTS, WordArms
+from backscroll.query.sqlite_parts import parts_rowids
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 WS = "ws-parts"

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 from rapidfuzz.distance import OSA
 
-from sessionlog.backend import Backend
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.sqlite_view import SQLiteView
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog, connect
-from sessionlog.query import Scope, SessionQueryError, SessionQueryRequest, candidates
-from sessionlog.query.cursor import encode_cursor, request_fingerprint
-from sessionlog.query.plan import excerpt_budget, plan_request
-from sessionlog.query.scoring import fuzzy_budget, score_text, typo_budget, typo_match
-from sessionlog.query.sqlite_memo import LENGTHS_KEPT, Bounded
-from sessionlog.query.sqlite_provider import SQLiteProvider, typo_candidates
+from backscroll.backend import Backend
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.ingest.sqlite_log import SQLiteEntryLog, connect
+from backscroll.query import Scope, SessionQueryError, SessionQueryRequest, candidates
+from backscroll.query.cursor import encode_cursor, request_fingerprint
+from backscroll.query.plan import excerpt_budget, plan_request
+from backscroll.query.scoring import fuzzy_budget, score_text, typo_budget, typo_match
+from backscroll.query.sqlite_memo import LENGTHS_KEPT, Bounded
+from backscroll.query.sqlite_provider import SQLiteProvider, typo_candidates
 
 VOCAB = [
     "report",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessionlog.indexer.sqlite_rows import (
+from backscroll.indexer.sqlite_rows import (
     MAX_TERM_CHARS,
     KnownTerms,
     terms_by_workspace,

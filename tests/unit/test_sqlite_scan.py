@@ -15,15 +15,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tests.contracts.query_shapes import edit, queries_over
 
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.textfold import WORD_RE, fold
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog, connect
-from sessionlog.query import Scope, SessionQueryRequest, SessionQueryResult
-from sessionlog.query.candidates import scope_workspaces, typo_candidates
-from sessionlog.query.plan import plan_request
-from sessionlog.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
-from sessionlog.query.sqlite_provider import SQLiteProvider
-from sessionlog.query.sqlite_scan import SCAN_MAX_ROWS, may_match, needle, page_hints
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.textfold import WORD_RE, fold
+from backscroll.ingest.sqlite_log import SQLiteEntryLog, connect
+from backscroll.query import Scope, SessionQueryRequest, SessionQueryResult
+from backscroll.query.candidates import scope_workspaces, typo_candidates
+from backscroll.query.plan import plan_request
+from backscroll.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
+from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite_scan import SCAN_MAX_ROWS, may_match, needle, page_hints
 
 WORDS = [
     "report",

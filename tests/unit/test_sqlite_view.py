@@ -13,15 +13,15 @@ from typing import Any
 import orjson
 import pytest
 
-from sessionlog.cli.workload import demo_records
-from sessionlog.indexer.document import fold_event
-from sessionlog.indexer.embedded import embedded_runner
-from sessionlog.indexer.sqlite_view import SQLiteView, clear_projection, index_tokens, time_us
-from sessionlog.ingest import parse_record
-from sessionlog.ingest.sqlite_log import SQLiteEntryLog
-from sessionlog.query import Scope, SessionQueryRequest
-from sessionlog.query.scoring import score_text
-from sessionlog.query.sqlite_provider import SQLiteProvider
+from backscroll.cli.workload import demo_records
+from backscroll.indexer.document import fold_event
+from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.sqlite_view import SQLiteView, clear_projection, index_tokens, time_us
+from backscroll.ingest import parse_record
+from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.query import Scope, SessionQueryRequest
+from backscroll.query.scoring import score_text
+from backscroll.query.sqlite_provider import SQLiteProvider
 
 RECORDS = list(demo_records(workspaces=3, sessions=6))
 
@@ -104,7 +104,7 @@ def test_a_failure_mid_batch_leaves_nothing_and_the_retry_completes(tmp_path: Pa
 _CRASHER = textwrap.dedent(
     """
     import os, sys
-    from sessionlog.indexer.embedded import embedded_runner
+    from backscroll.indexer.embedded import embedded_runner
     indexer = embedded_runner(sys.argv[1], batch_max=int(sys.argv[2]))
     indexer.step()  # one batch committed
     real = indexer.view.write
@@ -150,7 +150,7 @@ def test_indexers_taking_turns_restore_each_others_sessions(tmp_path: Path) -> N
 _INDEXER = textwrap.dedent(
     """
     import sys, time
-    from sessionlog.indexer.embedded import embedded_runner
+    from backscroll.indexer.embedded import embedded_runner
     with embedded_runner(sys.argv[1], batch_max=5, busy_timeout_s=60) as indexer:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionlog.indexer.textfold import (
+from backscroll.indexer.textfold import (
     CJK_RANGES,
     IDENT_RE,
     WORD_RE,

@@ -11,7 +11,7 @@ import jsonschema
 import orjson
 import pytest
 
-from sessionlog.query import (
+from backscroll.query import (
     DEFAULT_EXCERPT_BYTES,
     ERROR_CODES,
     MAX_LIMIT,

@@ -25,9 +25,9 @@ from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 from pydantic import TypeAdapter
 
-from sessionlog.backend import Backend
-from sessionlog.query import Scope
-from sessionlog.query.tools import DEFAULT_MAX_OUTPUT_CHARS, Toolset, session_tools
+from backscroll.backend import Backend
+from backscroll.query import Scope
+from backscroll.query.tools import DEFAULT_MAX_OUTPUT_CHARS, Toolset, session_tools
 
 T0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 TOOL_NAMES = {"session_query", "session_search", "session_event_read", "session_trace", "session_event_trace"}
@@ -102,7 +102,7 @@ def load(path: Path) -> Backend:
 
 @pytest.fixture(scope="module")
 def toolset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Toolset]:
-    backend = load(tmp_path_factory.mktemp("sdk") / "sessionlog.db")
+    backend = load(tmp_path_factory.mktemp("sdk") / "backscroll.db")
     scope = Scope.workspace("ws-a")
     with backend.open_provider(scope) as provider, backend.open_reader(scope) as reader:
         tools = session_tools(provider, reader, session_id="s-root")
@@ -325,8 +325,8 @@ def test_every_adapter_takes_any_json(toolset: Toolset, value: Any) -> None:
 
 
 def test_unconfigured_tools_answer_not_configured() -> None:
-    from sessionlog.query import SessionQueryTool, ToolError
-    from sessionlog.query.tools import EventReadTool, EventTraceTool, SessionSearchTool, SessionTraceTool
+    from backscroll.query import SessionQueryTool, ToolError
+    from backscroll.query.tools import EventReadTool, EventTraceTool, SessionSearchTool, SessionTraceTool
 
     tools: list[Callable[[], Any]] = [
         lambda: SessionQueryTool(None),

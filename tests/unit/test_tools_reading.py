@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sessionlog.query import (
+from backscroll.query import (
     EventRecordView,
     EventTraceResult,
     LineageNode,
@@ -22,7 +22,7 @@ from sessionlog.query import (
     SessionRecord,
     SessionTrace,
 )
-from sessionlog.query.tools import (
+from backscroll.query.tools import (
     DEFAULT_MAX_OUTPUT_CHARS,
     EventReadTool,
     EventTraceTool,

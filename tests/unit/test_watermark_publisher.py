@@ -7,9 +7,9 @@ import threading
 import time
 from typing import cast
 
-from sessionlog.indexer.metrics import IndexerMetrics
-from sessionlog.indexer.ports import SessionView
-from sessionlog.indexer.watermark import WatermarkPublisher
+from backscroll.indexer.metrics import IndexerMetrics
+from backscroll.indexer.ports import SessionView
+from backscroll.indexer.watermark import WatermarkPublisher
 
 
 class _View:

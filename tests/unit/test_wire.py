@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sessionlog.ingest.errors import IngestError, RecordRejected
-from sessionlog.ingest.wire import (
+from backscroll.ingest.errors import IngestError, RecordRejected
+from backscroll.ingest.wire import (
     KNOWN_EVENT_TYPES,
     MAX_ATTRS,
     MAX_RECORD_BYTES,

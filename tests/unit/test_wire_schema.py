@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionlog.ingest import schema as schema_module
-from sessionlog.ingest.errors import RecordRejected
-from sessionlog.ingest.schema import SCHEMA_ID, wire_json_schema
-from sessionlog.ingest.wire import KNOWN_EVENT_TYPES, MAX_ATTRS, MAX_TEXT_BYTES, SURFACE_TYPES, decode_record
+from backscroll.ingest import schema as schema_module
+from backscroll.ingest.errors import RecordRejected
+from backscroll.ingest.schema import SCHEMA_ID, wire_json_schema
+from backscroll.ingest.wire import KNOWN_EVENT_TYPES, MAX_ATTRS, MAX_TEXT_BYTES, SURFACE_TYPES, decode_record
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "wire-v1.schema.json"
 VALIDATOR = jsonschema.Draft202012Validator(wire_json_schema())
@@ -79,7 +79,7 @@ def test_committed_schema_is_the_generated_one() -> None:
     committed = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     assert committed == wire_json_schema(), (
         "schemas/wire-v1.schema.json is stale; regenerate it with "
-        "python -m sessionlog.ingest.schema > schemas/wire-v1.schema.json"
+        "python -m backscroll.ingest.schema > schemas/wire-v1.schema.json"
     )
 
 
@@ -92,7 +92,7 @@ def test_schema_is_a_valid_2020_12_schema_with_identity() -> None:
     schema = wire_json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == SCHEMA_ID == "urn:sessionlog:schema:wire-v1"
+    assert schema["$id"] == SCHEMA_ID == "urn:backscroll:schema:wire-v1"
     assert schema["title"] and "wire format v1" in schema["description"]
     assert {"HeaderRecord", "EventRecord", "AppendOp", "ReplaceOp"} <= set(schema["$defs"])
 
@@ -378,7 +378,7 @@ def ajv_verdicts(records: list[Any], tmp_path: Path) -> list[bool]:
     node = shutil.which("node")
     if node is None or not (JS_DIR / "node_modules" / "ajv").is_dir():
         message = "node and schemas/js/node_modules are needed: bash scripts/setup --stack installs them"
-        if os.environ.get("SESSIONLOG_REQUIRE_STACK") == "1":
+        if os.environ.get("BACKSCROLL_REQUIRE_STACK") == "1":
             pytest.fail(message)
         pytest.skip(message)
     corpus = tmp_path / "corpus.json"

@@ -1,0 +1,73 @@
+"""Errors of the indexer. Whether an error is worth retrying is a property of its class.
+
+Every adapter (Kafka source and dead letters, OpenSearch view, SQLite source, view and dead letters)
+translates its driver's exceptions into these at its edge (see :mod:`backscroll.indexer.translate`),
+so the runner and the CLI only ever see these types.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DeadLetterUnavailable",
+    "IndexerError",
+    "NotCaughtUp",
+    "SourceAccessDenied",
+    "SourceFailed",
+    "SourceUnavailable",
+    "ViewAccessDenied",
+    "ViewFailed",
+    "ViewUnavailable",
+]
+
+
+class IndexerError(Exception):
+    """Base class of every error the indexer raises."""
+
+    retriable: bool = False
+
+
+class ViewUnavailable(IndexerError):
+    """The view (OpenSearch, or a locked SQLite file) is unreachable or busy; retry later."""
+
+    retriable = True
+
+
+class ViewFailed(IndexerError):
+    """The view refuses the work for good (bad credentials, a read-only or foreign file, a mapping
+    it cannot accept): retrying cannot help, the runner stops."""
+
+    retriable = False
+
+
+class SourceUnavailable(IndexerError):
+    """The entry source (Kafka, or a locked SQLite file) is unreachable or busy; retry later."""
+
+    retriable = True
+
+
+class SourceFailed(IndexerError):
+    """The entry source cannot be used (authorisation, a missing or foreign file, bad config)."""
+
+    retriable = False
+
+
+class DeadLetterUnavailable(IndexerError):
+    """A dead letter could not be parked yet; the batch is not committed and is retried."""
+
+    retriable = True
+
+
+class NotCaughtUp(IndexerError):
+    """``--until-idle`` waited its whole budget without the group reaching the end of the topic."""
+
+    retriable = False
+
+
+class ViewAccessDenied(ViewFailed):
+    """OpenSearch refused this client (TLS trust, login, or a missing permission, named in the
+    message). Not retriable: fix the configuration."""
+
+
+class SourceAccessDenied(SourceFailed):
+    """Kafka refused this worker (TLS trust, SASL login or a missing ACL, named in the message).
+    Not retriable: fix the configuration."""

@@ -1,0 +1,152 @@
+"""Query: scoped fuzzy search and exact reads over the projection, and the model-facing tool.
+
+Names load on first use, so importing this package (or using the embedded provider and reader)
+loads neither the Kafka nor the OpenSearch client.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from backscroll.query.aio import (
+        AsyncOpenSearchProvider,
+        AsyncOpenSearchReader,
+        AsyncSearchProvider,
+        AsyncSessionReader,
+        AsyncSQLiteProvider,
+    )
+    from backscroll.query.contract import (
+        DEFAULT_EXCERPT_BYTES,
+        DEFAULT_LIMIT,
+        MAX_LIMIT,
+        SessionMatch,
+        SessionQuery,
+        SessionQueryRequest,
+        SessionQueryResult,
+    )
+    from backscroll.query.deadline import AbortSignal
+    from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
+    from backscroll.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
+    from backscroll.query.opensearch_provider import OpenSearchProvider
+    from backscroll.query.provider import SearchProvider
+    from backscroll.query.reads import (
+        EventRecordView,
+        EventTraceResult,
+        LineageNode,
+        LiveSource,
+        ReadEventResult,
+        SessionHeader,
+        SessionRecord,
+        SessionStats,
+        SessionTrace,
+        SurfaceRead,
+    )
+    from backscroll.query.render import render_result
+    from backscroll.query.scope import Scope
+    from backscroll.query.session_reader import SessionReader
+    from backscroll.query.sqlite_provider import SQLiteProvider
+    from backscroll.query.sqlite_reader import SQLiteSessionReader
+    from backscroll.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
+
+_WHERE = {
+    "AsyncOpenSearchProvider": "aio",
+    "AsyncOpenSearchReader": "aio",
+    "AsyncSQLiteProvider": "aio",
+    "AsyncSearchProvider": "aio",
+    "AsyncSessionReader": "aio",
+    "DEFAULT_EXCERPT_BYTES": "contract",
+    "DEFAULT_LIMIT": "contract",
+    "MAX_LIMIT": "contract",
+    "SessionMatch": "contract",
+    "SessionQuery": "contract",
+    "SessionQueryRequest": "contract",
+    "SessionQueryResult": "contract",
+    "AbortSignal": "deadline",
+    "EngineHit": "engine",
+    "EnginePage": "engine",
+    "EngineQuery": "engine",
+    "SearchEngine": "engine",
+    "ERROR_CODES": "errors",
+    "ErrorCode": "errors",
+    "SessionQueryError": "errors",
+    "OpenSearchProvider": "opensearch_provider",
+    "SearchProvider": "provider",
+    "EventRecordView": "reads",
+    "EventTraceResult": "reads",
+    "LineageNode": "reads",
+    "LiveSource": "reads",
+    "ReadEventResult": "reads",
+    "SessionHeader": "reads",
+    "SessionRecord": "reads",
+    "SessionStats": "reads",
+    "SessionTrace": "reads",
+    "SurfaceRead": "reads",
+    "render_result": "render",
+    "Scope": "scope",
+    "SessionReader": "session_reader",
+    "SQLiteProvider": "sqlite_provider",
+    "SQLiteSessionReader": "sqlite_reader",
+    "TOOL_NAME": "tool",
+    "SessionQueryTool": "tool",
+    "ToolError": "tool",
+    "session_query_tool": "tool",
+}
+
+__all__ = [
+    "DEFAULT_EXCERPT_BYTES",
+    "DEFAULT_LIMIT",
+    "ERROR_CODES",
+    "MAX_LIMIT",
+    "TOOL_NAME",
+    "AbortSignal",
+    "AsyncOpenSearchProvider",
+    "AsyncOpenSearchReader",
+    "AsyncSQLiteProvider",
+    "AsyncSearchProvider",
+    "AsyncSessionReader",
+    "EngineHit",
+    "EnginePage",
+    "EngineQuery",
+    "ErrorCode",
+    "EventRecordView",
+    "EventTraceResult",
+    "LineageNode",
+    "LiveSource",
+    "OpenSearchProvider",
+    "ReadEventResult",
+    "SQLiteProvider",
+    "SQLiteSessionReader",
+    "Scope",
+    "SearchEngine",
+    "SearchProvider",
+    "SessionHeader",
+    "SessionMatch",
+    "SessionQuery",
+    "SessionQueryError",
+    "SessionQueryRequest",
+    "SessionQueryResult",
+    "SessionQueryTool",
+    "SessionReader",
+    "SessionRecord",
+    "SessionStats",
+    "SessionTrace",
+    "SurfaceRead",
+    "ToolError",
+    "render_result",
+    "session_query_tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'backscroll.query' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"backscroll.query.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

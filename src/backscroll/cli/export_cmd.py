@@ -1,0 +1,76 @@
+"""``backscroll export SESSION`` / ``backscroll export --workspace W``: the original records as JSONL.
+
+Reads the selected backend's log (never the search index): the stored bytes of each record, one per
+line, in the order they were appended (see :mod:`backscroll.ingest.export`). The output can be fed
+back to ``backscroll append``. A summary goes to stderr; exit 0, 1 when the log cannot be read,
+2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, BinaryIO
+
+import typer
+from rich.text import Text
+
+from backscroll.cli.output import EXIT_FAILED, EXIT_USAGE, err_console, errors, fail
+from backscroll.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from backscroll.ingest.records import LogRecord
+
+__all__ = ["export", "register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export`` to the ``backscroll`` app."""
+    app.command("export")(export)
+
+
+def export(
+    session: Annotated[str | None, typer.Argument(help="The session to export.")] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Export every session of this workspace.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the original records of SESSION (or of a workspace) as JSONL, in log order."""
+    from backscroll.backend import current_backend
+    from backscroll.ingest.export import LogExport, export_kafka, export_sqlite
+
+    if session is None and workspace is None:
+        fail("give a SESSION or --workspace W", EXIT_USAGE)
+    job = LogExport(session_id=session, workspace_id=workspace)
+    with errors():
+        backend = current_backend()
+        if backend.name == "embedded":
+            records = export_sqlite(backend.sqlite_path, job)
+        else:
+            assert backend.kafka is not None
+            records = export_kafka(backend.kafka, job)
+        if output is None:
+            _write(records, sys.stdout.buffer)
+        else:
+            with output.open("wb") as sink:
+                _write(records, sink)
+    what = f"session {session}" if session is not None else f"workspace {workspace}"
+    note = f" ({job.skipped} values that are not wire records skipped)" if job.skipped else ""
+    err_console.print(Text(safe_text(f"exported {job.exported} records of {what}{note}")))
+    if job.exported == 0:
+        fail(f"no records of {what} in the log", EXIT_FAILED)
+
+
+def _write(records: Iterable[LogRecord], sink: BinaryIO) -> None:
+    import orjson
+
+    for record in records:
+        value = record.value or b"{}"
+        if b"\n" in value or b"\r" in value:  # a foreign writer's pretty-printed JSON: one line
+            value = orjson.dumps(orjson.loads(value))
+        sink.write(value + b"\n")
+    sink.flush()

@@ -1,0 +1,9 @@
+"""The operators' console: search, session view and health of the fleet's history in a browser.
+
+``backscroll console`` serves :func:`~backscroll.console.app.create_app` with uvicorn. Pages are
+rendered on the server (Jinja2, autoescaped); the only script is a small static file (the CSP forbids
+inline script). Everything is read through the configured backend's public providers and readers;
+operator actions (dead letters, forget) go through :mod:`backscroll.console.ops`.
+"""
+
+__all__: list[str] = []

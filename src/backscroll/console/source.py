@@ -1,0 +1,312 @@
+"""The console's read side: providers and readers of the configured backend, and the workspace catalog.
+
+Searches and reads go through the public ``Backend.open_provider`` / ``Backend.open_reader`` only,
+pinned to a scope the request's token allows. Providers and readers are thread-safe and reused per
+scope (a small LRU). The workspace catalog (which workspaces exist, with their session and event
+counts) has no public API yet, so it is read here, once per few seconds, from the projection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from backscroll.query import Scope, SessionQueryError, SessionQueryRequest, SessionQueryResult, SessionRecord
+
+if TYPE_CHECKING:
+    from backscroll.backend import Backend, Provider, Reader
+
+__all__ = ["ConsoleSource", "SourceUnavailable", "WorkspaceCount"]
+
+_T = TypeVar("_T")
+_CACHE_MAX = 32
+#: Oldest a cached catalog or listing may be served while it reloads in the background.
+_STALE_MAX_S = 60.0
+
+
+class SourceUnavailable(RuntimeError):
+    """The backend did not answer (an error page, never "no results")."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceCount:
+    """One workspace of the catalog."""
+
+    workspace_id: str
+    sessions: int
+    events: int
+
+
+class _Pool:
+    """Opened objects per scope, least recently used closed first."""
+
+    def __init__(self, opener: Callable[[Scope], Any]) -> None:
+        self._opener = opener
+        self._lock = threading.Lock()
+        self._items: OrderedDict[Scope, Any] = OrderedDict()
+
+    def get(self, scope: Scope) -> Any:
+        with self._lock:
+            item = self._items.pop(scope, None)
+            if item is None:
+                item = self._opener(scope)
+            self._items[scope] = item
+            evicted = []
+            while len(self._items) > _CACHE_MAX:
+                evicted.append(self._items.popitem(last=False)[1])
+        for old in evicted:
+            old.close()
+        return item
+
+    def drop(self, scope: Scope, item: Any) -> None:
+        with self._lock:
+            if self._items.get(scope) is item:
+                del self._items[scope]
+
+    def close(self) -> None:
+        with self._lock:
+            items, self._items = list(self._items.values()), OrderedDict()
+        for item in items:
+            item.close()
+
+
+class ConsoleSource:
+    """Everything the pages read, for one backend."""
+
+    def __init__(self, backend: Backend, *, catalog_ttl_s: float = 3.0) -> None:
+        self.backend = backend
+        self.catalog_ttl_s = catalog_ttl_s
+        self._providers = _Pool(lambda scope: backend.open_provider(scope))
+        self._readers = _Pool(lambda scope: backend.open_reader(scope))
+        self._catalog_lock = threading.Lock()
+        self._catalog: tuple[float, list[WorkspaceCount]] | None = None
+        self._listing_lock = threading.Lock()
+        self._listings: OrderedDict[Scope, tuple[float, tuple[SessionRecord, ...]]] = OrderedDict()
+        self._indexer: Any = None
+        self._refresh_lock = threading.Lock()
+        self._refreshing: set[tuple[Any, ...]] = set()
+
+    # -- search and reads -------------------------------------------------------------------------
+    def _with(self, pool: _Pool, scope: Scope, call: Callable[[Any], _T]) -> _T:
+        for attempt in range(2):
+            item = pool.get(scope)
+            try:
+                return call(item)
+            except SessionQueryError as err:
+                # Evicted and closed by a concurrent request between get() and the call: reopen once.
+                if err.code != "SESSION_QUERY_PROVIDER_CLOSED" or attempt:
+                    raise
+                pool.drop(scope, item)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def search(self, scope: Scope, request: SessionQueryRequest) -> SessionQueryResult:
+        def run(provider: Provider) -> SessionQueryResult:
+            return provider.search(request)
+
+        return self._with(self._providers, scope, run)
+
+    def read(self, scope: Scope, call: Callable[[Reader], _T]) -> _T:
+        """``call(reader)`` with the reader pinned to ``scope``."""
+        return self._with(self._readers, scope, call)
+
+    def listing(self, scope: Scope, *, fresh: bool = False) -> tuple[SessionRecord, ...]:
+        """The scope's sessions (a reader's ``list_sessions``), reused for ``catalog_ttl_s``: the
+        session view draws lineage from it, and an operator browsing one workspace should not
+        list it again for every page."""
+        with self._listing_lock:
+            hit = self._listings.get(scope)
+        if (
+            hit is not None
+            and not fresh
+            and self._usable(("listing", scope), hit[0], lambda: self._list(scope))
+        ):
+            return hit[1]
+        return self._list(scope)
+
+    def _list(self, scope: Scope) -> tuple[SessionRecord, ...]:
+        records: tuple[SessionRecord, ...] = self.read(scope, lambda reader: reader.list_sessions())
+        with self._listing_lock:
+            self._listings.pop(scope, None)
+            self._listings[scope] = (time.monotonic(), records)
+            while len(self._listings) > _CACHE_MAX:
+                self._listings.popitem(last=False)
+        return records
+
+    def _usable(self, key: tuple[Any, ...], loaded: float, reload: Callable[[], object]) -> bool:
+        """Whether a cached value loaded at ``loaded`` may be served. Past ``catalog_ttl_s`` it is
+        still served while one background thread reloads it (a page does not wait for a catalog
+        or listing it showed seconds ago); past :data:`_STALE_MAX_S` the caller reloads it in the
+        foreground, so a failing reload shows as an error instead of old data forever."""
+        age = time.monotonic() - loaded
+        if age < self.catalog_ttl_s:
+            return True
+        if age >= max(_STALE_MAX_S, self.catalog_ttl_s):
+            return False
+        with self._refresh_lock:
+            if key in self._refreshing:
+                return True
+            self._refreshing.add(key)
+
+        def run() -> None:
+            try:
+                reload()
+            except Exception:  # the old value stays; past _STALE_MAX_S a page reloads it in the foreground
+                pass
+            finally:
+                with self._refresh_lock:
+                    self._refreshing.discard(key)
+
+        threading.Thread(target=run, name="backscroll-console-refresh", daemon=True).start()
+        return True
+
+    def forget_listings(self) -> None:
+        """Drop the cached listings (after a write changed the projection)."""
+        with self._listing_lock:
+            self._listings.clear()
+
+    # -- catalog ----------------------------------------------------------------------------------
+    def workspaces(self, *, fresh: bool = False) -> list[WorkspaceCount]:
+        """Every workspace in the projection, by id, with its session and event counts."""
+        cached = self._catalog
+        if not fresh and cached is not None and self._usable(("catalog",), cached[0], self._load_catalog):
+            return cached[1]
+        return self._load_catalog()
+
+    def _load_catalog(self) -> list[WorkspaceCount]:
+        with self._catalog_lock:
+            if self.backend.name == "embedded":
+                found = self._embedded_catalog()
+            else:
+                found = self._opensearch_catalog()
+            self._catalog = (time.monotonic(), found)
+            return found
+
+    def workspace_of(self, session_id: str) -> str | None:
+        """The workspace of a projected session (``None``: not in the projection)."""
+        if self.backend.name == "embedded":
+            for attempt in range(2):
+                with self._sqlite() as conn:
+                    row = None
+                    if (
+                        conn is not None
+                        and conn.execute(
+                            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                        ).fetchone()
+                    ):
+                        row = conn.execute(
+                            "SELECT workspace_id FROM sessions WHERE session_id = ?", (session_id,)
+                        ).fetchone()
+                if row is not None or attempt:
+                    return None if row is None else str(row[0])
+                with self._catalog_lock:  # not projected yet? catch up once, as a reader would
+                    self._catch_up()
+            return None  # pragma: no cover
+        return self._opensearch_workspace_of(session_id)
+
+    def _opensearch_workspace_of(self, session_id: str) -> str | None:
+        from opensearchpy.exceptions import NotFoundError, OpenSearchException
+
+        from backscroll.indexer.document import sessions_alias
+        from backscroll.query.clients import shared_client
+
+        settings = self.backend.opensearch
+        assert settings is not None
+        try:
+            found = shared_client(settings).get(
+                index=sessions_alias(settings.index_prefix),
+                id=session_id,
+                routing=session_id,
+                _source_includes="workspace_id",
+                request_timeout=settings.timeout_s,
+            )
+        except NotFoundError:
+            return None
+        except (OpenSearchException, OSError) as err:
+            raise SourceUnavailable(f"OpenSearch {settings.url} did not answer: {err}") from err
+        workspace = found.get("_source", {}).get("workspace_id")
+        return workspace if isinstance(workspace, str) else None
+
+    def _catch_up(self) -> None:
+        """Embedded: project what was appended since (as the providers do before each search)."""
+        if not self.backend.index_on_search or not self.backend.sqlite_path.exists():
+            return
+        try:
+            if self._indexer is None:
+                self._indexer = self.backend.open_indexer()
+            self._indexer.catch_up()
+        except Exception as err:  # the indexer's typed errors; the catalog is still readable
+            raise SourceUnavailable(f"cannot catch the projection up: {err}") from err
+
+    @contextmanager
+    def _sqlite(self) -> Iterator[sqlite3.Connection | None]:
+        path = self.backend.sqlite_path
+        if not path.exists():
+            yield None
+            return
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+        except sqlite3.Error as err:
+            raise SourceUnavailable(f"cannot open {path}: {err}") from err
+        try:
+            yield conn
+        except sqlite3.Error as err:
+            raise SourceUnavailable(f"cannot read {path}: {err}") from err
+        finally:
+            conn.close()
+
+    def _embedded_catalog(self) -> list[WorkspaceCount]:
+        self._catch_up()
+        with self._sqlite() as conn:
+            if conn is None:
+                return []
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"sessions", "events"} <= tables:
+                return []
+            sessions = dict(
+                conn.execute(
+                    "SELECT workspace_id, count(*) FROM sessions WHERE workspace_id IS NOT NULL "
+                    "GROUP BY workspace_id"
+                ).fetchall()
+            )
+            events = dict(conn.execute("SELECT workspace_id, count(*) FROM events GROUP BY workspace_id"))
+        ids = sorted(set(sessions) | set(events))
+        return [WorkspaceCount(ws, int(sessions.get(ws, 0)), int(events.get(ws, 0))) for ws in ids]
+
+    def _opensearch_catalog(self) -> list[WorkspaceCount]:
+        from opensearchpy.exceptions import NotFoundError, OpenSearchException
+
+        from backscroll.indexer.document import events_alias, sessions_alias
+        from backscroll.query.clients import shared_client
+
+        settings = self.backend.opensearch
+        assert settings is not None
+        client = shared_client(settings)
+        body = {"size": 0, "aggs": {"ws": {"terms": {"field": "workspace_id", "size": 10000}}}}
+
+        def counts(index: str) -> dict[str, int]:
+            try:
+                response = client.search(index=index, body=body, request_timeout=settings.timeout_s)
+            except NotFoundError:
+                return {}
+            except (OpenSearchException, OSError) as err:
+                raise SourceUnavailable(f"OpenSearch {settings.url} did not answer: {err}") from err
+            return {b["key"]: int(b["doc_count"]) for b in response["aggregations"]["ws"]["buckets"]}
+
+        sessions = counts(sessions_alias(settings.index_prefix))
+        events = counts(events_alias(settings.index_prefix))
+        ids = sorted(set(sessions) | set(events))
+        return [WorkspaceCount(ws, sessions.get(ws, 0), events.get(ws, 0)) for ws in ids]
+
+    def close(self) -> None:
+        self._providers.close()
+        self._readers.close()
+        with self._catalog_lock:
+            indexer, self._indexer = self._indexer, None
+        if indexer is not None:
+            indexer.close()
