@@ -39,14 +39,14 @@ if TYPE_CHECKING:
     from backscroll.ingest.entry_log import EntryLog
     from backscroll.ingest.settings import KafkaSettings
     from backscroll.query.aio import AsyncSearchProvider, AsyncSessionReader
-    from backscroll.query.opensearch_provider import OpenSearchProvider
+    from backscroll.query.opensearch.provider import OpenSearchProvider
+    from backscroll.query.opensearch.reader import OpenSearchSessionReader
     from backscroll.query.scope import Scope
-    from backscroll.query.session_reader import SessionReader
-    from backscroll.query.sqlite_provider import SQLiteProvider
-    from backscroll.query.sqlite_reader import SQLiteSessionReader
+    from backscroll.query.sqlite.provider import SQLiteProvider
+    from backscroll.query.sqlite.reader import SQLiteSessionReader
 
     Provider = OpenSearchProvider | SQLiteProvider
-    Reader = SessionReader | SQLiteSessionReader
+    Reader = OpenSearchSessionReader | SQLiteSessionReader
 
 __all__ = [
     "BACKENDS",
@@ -129,7 +129,7 @@ class _CatchUp:
         self._closed = False
 
     def __call__(self) -> None:
-        from backscroll.indexer.embedded import embedded_runner
+        from backscroll.indexer.sqlite.runner import embedded_runner
 
         with self._lock:
             if self._closed or not self.path.exists():
@@ -218,12 +218,12 @@ class Backend:
         keeps no live view of the appended entries: for a process that appends and exits (the
         bulk ``append`` command), whose own searches would never read them."""
         if self.name == "embedded":
-            from backscroll.ingest.sqlite_log import SQLiteEntryLog
+            from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
             return SQLiteEntryLog(self.sqlite_path, live_max_per_session=2_000 if live else 0)
-        from backscroll.ingest.appender import Appender
+        from backscroll.ingest.kafka.appender import Appender
+        from backscroll.ingest.kafka.topics import ensure_topics
         from backscroll.ingest.settings import AppenderSettings
-        from backscroll.ingest.topics import ensure_topics
 
         assert self.kafka is not None
         ensure_topics(self.kafka)
@@ -235,14 +235,14 @@ class Backend:
     def open_indexer(self, *, metrics_port: int | None = None) -> Runner:
         """The runner that keeps the projection current (``run(until_idle=True)`` to catch up)."""
         if self.name == "embedded":
-            from backscroll.indexer.embedded import embedded_runner
             from backscroll.indexer.settings import IndexerSettings
+            from backscroll.indexer.sqlite.runner import embedded_runner
 
             idle = settings_from_env(IndexerSettings).idle_timeout_s
             return embedded_runner(
                 self.sqlite_path, metrics_port=metrics_port, idle_timeout_s=idle, bulk_catch_up=True
             )
-        from backscroll.indexer.worker import kafka_runner
+        from backscroll.indexer.kafka.worker import kafka_runner
 
         assert self.indexer is not None
         settings = self.indexer
@@ -253,11 +253,11 @@ class Backend:
     def open_dead_letters(self) -> DeadLetters:
         """Where the indexer parks records it cannot project (DLQ topic, or the file's table)."""
         if self.name == "embedded":
-            from backscroll.indexer.embedded import open_embedded
-            from backscroll.indexer.sqlite_deadletters import SQLiteDeadLetters
+            from backscroll.indexer.sqlite.deadletters import SQLiteDeadLetters
+            from backscroll.indexer.sqlite.runner import open_embedded
 
             return SQLiteDeadLetters(open_embedded(self.sqlite_path), owns_conn=True)
-        from backscroll.indexer.kafka_deadletters import KafkaDeadLetters
+        from backscroll.indexer.kafka.deadletters import KafkaDeadLetters
 
         assert self.kafka is not None
         return KafkaDeadLetters(self.kafka)
@@ -268,10 +268,10 @@ class Backend:
         if self.cursor_key is not None:
             kwargs.setdefault("cursor_key", self.cursor_key)
         if self.name == "embedded":
-            from backscroll.query.sqlite_provider import SQLiteProvider
+            from backscroll.query.sqlite.provider import SQLiteProvider
 
             return SQLiteProvider(scope, self.sqlite_path, **self._embedded(kwargs))
-        from backscroll.query.opensearch_provider import OpenSearchProvider
+        from backscroll.query.opensearch.provider import OpenSearchProvider
 
         return OpenSearchProvider(scope, self.opensearch, **kwargs)
 
@@ -307,12 +307,12 @@ class Backend:
     def open_reader(self, scope: Scope, **kwargs: Any) -> Reader:
         """A session reader pinned to ``scope`` (keyword arguments go to the reader)."""
         if self.name == "embedded":
-            from backscroll.query.sqlite_reader import SQLiteSessionReader
+            from backscroll.query.sqlite.reader import SQLiteSessionReader
 
             return SQLiteSessionReader(scope, self.sqlite_path, **self._embedded(kwargs))
-        from backscroll.query.session_reader import SessionReader
+        from backscroll.query.opensearch.reader import OpenSearchSessionReader
 
-        return SessionReader(scope, self.opensearch, **kwargs)
+        return OpenSearchSessionReader(scope, self.opensearch, **kwargs)
 
 
 def current_backend() -> Backend:

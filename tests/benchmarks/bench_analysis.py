@@ -7,7 +7,7 @@ them) are bulk-loaded into a fresh events index once per analysis, from bodies s
 the clock starts, by two threads (2,000 documents a request), until refreshed. Per analysis: the
 wall time, OpenSearch's CPU seconds (``/proc``), and the index's primary store. The analyses:
 
-* ``simple_pattern``: the product's (:mod:`backscroll.indexer.os_analysis`);
+* ``simple_pattern``: the product's (:mod:`backscroll.indexer.opensearch.analysis`);
 * ``java_pattern``: the same, with the Java ``pattern`` tokenizers the product used before
   (Unicode property classes, a look-behind for identifiers): the peer;
 * ``no_subfields``: the product's mapping without the subfields of ``text`` and ``args`` (the
@@ -36,7 +36,7 @@ from tests.benchmarks.machine import machine_info
 
 from backscroll.indexer import OpenSearchSettings, OpenSearchView
 from backscroll.indexer.document import event_document, events_template_body
-from backscroll.indexer.os_analysis import analysis_settings
+from backscroll.indexer.opensearch.analysis import analysis_settings
 from backscroll.indexer.textfold import CJK_RANGES
 from backscroll.ingest import parse_record
 from backscroll.ingest.wire import EventRecord

@@ -39,8 +39,8 @@ from typing import Any
 from kafka import KafkaAdminClient
 
 from backscroll.ingest import Appender, AppenderSettings, KafkaSettings, ensure_topics
-from backscroll.ingest.producer import compression
-from backscroll.ingest.topics import dlq_topic
+from backscroll.ingest.kafka.producer import compression
+from backscroll.ingest.kafka.topics import dlq_topic
 from backscroll.ingest.wire import encode_key, encode_record, parse_record
 
 RESULTS = Path(__file__).parent / "results"
@@ -121,7 +121,9 @@ def spool_io(mode: str) -> Iterator[None]:
     if mode != "write":
         yield
         return
-    from backscroll.ingest import spool_map  # here: the script also measures trees without it
+    from backscroll.ingest.kafka.spool import (
+        mapped as spool_map,  # here: the script also measures trees without it
+    )
 
     def unsupported(fd: int, capacity: int) -> None:
         raise OSError(errno.EOPNOTSUPP, "benchmark: the spool writes with write(2)")
@@ -199,7 +201,7 @@ def run_kafka_python(kafka: KafkaSettings, data: list[dict[str, Any]]) -> dict[s
     callback per record: the ceiling of the design's client on this machine."""
     from kafka import KafkaProducer
 
-    from backscroll.ingest.producer import producer_config
+    from backscroll.ingest.kafka.producer import producer_config
 
     with topic(kafka) as settings:
         producer = KafkaProducer(**producer_config(settings, AppenderSettings(spool=False, durable=False)))

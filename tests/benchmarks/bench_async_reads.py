@@ -1,6 +1,6 @@
 """Benchmark: asyncio reads on OpenSearch, native (``AsyncOpenSearchReader``, requests awaited on
 ``AsyncOpenSearch``) against the same reads on worker threads (``AsyncSessionReader`` over the
-synchronous ``SessionReader``), many awaited at once, and the synchronous reader one at a time.
+synchronous ``OpenSearchSessionReader``), many awaited at once, and the synchronous reader one at a time.
 
 Writes the 10,000-event session of :mod:`bench_reads` into a fresh index prefix on the local
 OpenSearch, then runs ``--concurrency`` ``aread_event`` (random seq, ±5) calls at a time for
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_reads import build_session
 
 from backscroll.indexer import OpenSearchSettings, OpenSearchView
-from backscroll.query import Scope, SessionReader
+from backscroll.query import OpenSearchSessionReader, Scope
 from backscroll.query.aio import AsyncOpenSearchReader, AsyncSessionReader
 
 
@@ -65,7 +65,7 @@ def main() -> None:
         view.ensure_schema()
         view.write_records(build_session(session_id, workspace, args.events))
         view.refresh()
-        with SessionReader(scope, settings) as sync:
+        with OpenSearchSessionReader(scope, settings) as sync:
             sync.read_surface(session_id)  # warms the log cache every variant shares
             started = time.perf_counter()
             for seq in seqs[: args.reads // 4]:
@@ -79,7 +79,7 @@ def main() -> None:
             readers: dict[str, AsyncSessionReader] = {
                 "native (AsyncOpenSearch)": AsyncOpenSearchReader(scope, settings, request_timeout_s=timeout),
                 "worker threads": AsyncSessionReader(
-                    SessionReader(scope, settings, request_timeout_s=timeout)
+                    OpenSearchSessionReader(scope, settings, request_timeout_s=timeout)
                 ),
             }
             for name, areader in readers.items():
@@ -98,7 +98,7 @@ def main() -> None:
         print(f"{args.events}-event session, {args.reads} aread_event (±5) per variant, "
               f"{args.concurrency} in flight (prefix {prefix})")  # fmt: skip
         print(f"{'variant':32} {'reads/s':>10} {'threads started':>16}")
-        print(f"{'sync SessionReader, one at a time':32} {sync_rate:10.0f} {'-':>16}")
+        print(f"{'sync OpenSearchSessionReader, one at a time':32} {sync_rate:10.0f} {'-':>16}")
         for name, (rate, threads) in results.items():
             print(f"{name:32} {rate:10.0f} {threads:16d}")
     finally:

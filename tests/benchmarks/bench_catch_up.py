@@ -40,8 +40,8 @@ _HARNESS_ROOT = Path(__file__).resolve().parents[2]
 def _one(appended: Path) -> dict[str, Any]:
     """One catch-up of a copy of ``appended`` in this process."""
     import backscroll.indexer as indexer_package
-    import backscroll.indexer.sqlite_catchup as catchup
-    from backscroll.indexer.embedded import embedded_runner
+    import backscroll.indexer.sqlite.catchup as catchup
+    from backscroll.indexer.sqlite.runner import embedded_runner
 
     threads: dict[str, float] = {}
 

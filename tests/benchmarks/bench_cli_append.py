@@ -31,7 +31,7 @@ import orjson
 from tests.benchmarks.bench_append import records, topic
 
 from backscroll.ingest import KafkaSettings
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 
 def _children_cpu() -> float:

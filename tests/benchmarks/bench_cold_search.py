@@ -27,7 +27,7 @@ from pathlib import Path
 from tests.benchmarks.metrics import percentile
 
 from backscroll.query import Scope, SessionQueryRequest
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 
 def _times(result: Path, path: Path, scope_kind: str) -> list[float]:

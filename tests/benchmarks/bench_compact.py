@@ -26,9 +26,9 @@ from tests.benchmarks.corpus import Corpus, CorpusConfig
 from tests.benchmarks.metrics import latency_summary
 from tests.benchmarks.queries import QueryGenerator
 
-from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.query import Scope, SessionQueryRequest
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 __all__ = ["main", "time_queries"]
 

@@ -42,9 +42,9 @@ from tests.console.http import call
 from backscroll.backend import Backend
 from backscroll.console.settings import Grants
 from backscroll.indexer import IndexerSettings, OpenSearchSettings
-from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.sqlite.runner import embedded_runner
 from backscroll.ingest import KafkaSettings
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 _WORD = re.compile(r"[A-Za-z]{6,}")
 

@@ -101,7 +101,7 @@ def _find(provider: Any, probe: dict[str, Any]) -> bool:
 
 def load_embedded(corpus: Path, probe: dict[str, Any], workdir: Path) -> dict[str, Any]:
     from backscroll.query import Scope
-    from backscroll.query.sqlite_provider import SQLiteProvider
+    from backscroll.query.sqlite.provider import SQLiteProvider
 
     path = workdir / "load.db"
     env = {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(path)}

@@ -23,7 +23,7 @@ from tests.benchmarks.queries import QueryGenerator
 from tests.benchmarks.sys_backscroll import BackscrollSystem
 
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
-from backscroll.query.os_scan import SCAN_MAX_ROWS
+from backscroll.query.opensearch.scan import SCAN_MAX_ROWS
 
 
 def _pct(ordered: Sequence[float], p: float) -> float:

@@ -26,9 +26,9 @@ from typing import Any
 from tests.benchmarks.sys_backscroll import BackscrollSystem
 
 from backscroll.query import Scope, SessionQueryRequest, readings
-from backscroll.query.builder import QueryPlan
 from backscroll.query.engine import EngineHit
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.opensearch.body import QueryPlan
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 
 class _ExistingFile:

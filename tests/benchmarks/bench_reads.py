@@ -5,7 +5,7 @@ citing its chunks, tool calls and results; a compaction every ~400 events that r
 current surface with a summary citing every node it removes; occasional tool-result rewrites),
 writes it into a fresh index prefix on the local OpenSearch through the projector
 (``OpenSearchView.write_records``, the same documents the worker writes), then times the reads of
-``SessionReader`` and reports medians and 95th percentiles. Not collected by pytest.
+``OpenSearchSessionReader`` and reports medians and 95th percentiles. Not collected by pytest.
 
     /work/venv/bin/python tests/benchmarks/bench_reads.py [--events 10000] [--runs 60] [--keep]
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from backscroll.indexer import OpenSearchSettings, OpenSearchView
 from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
-from backscroll.query import Scope, SessionReader
+from backscroll.query import OpenSearchSessionReader, Scope
 from backscroll.query.reads import entry_from_record, fold_log_strict
 
 WORDS = [
@@ -142,8 +142,8 @@ def main() -> None:
         load_s = time.perf_counter() - started
 
         scope = Scope.workspace(workspace)
-        warm = SessionReader(scope, settings)
-        cold = SessionReader(scope, settings, cache=False)  # loads the whole log on every read
+        warm = OpenSearchSessionReader(scope, settings)
+        cold = OpenSearchSessionReader(scope, settings, cache=False)  # loads the whole log on every read
         surface = warm.read_surface(session_id)
         rng = random.Random(1)
         seqs = cycle([rng.randrange(args.events) for _ in range(args.runs)])

@@ -23,8 +23,8 @@ from tests.benchmarks.queries import QueryGenerator
 from tests.benchmarks.sys_embedded import EmbeddedSystem
 
 from backscroll.query import Scope, SessionQueryRequest
-from backscroll.query.sqlite_provider import SQLiteProvider
-from backscroll.query.sqlite_scan import SCAN_MAX_ROWS
+from backscroll.query.sqlite.provider import SQLiteProvider
+from backscroll.query.sqlite.scan import SCAN_MAX_ROWS
 
 
 def build(directory: Path, entries: int, seed: int) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ pair counts. Prints p50 / p95 / p99 per way and the queries that moved most. Not
 pytest. The changes:
 
 ``parts``    an identifier's parts from the rarest part, narrowed to the other words' entries
-             (``backscroll.query.sqlite_parts``), against the intersection of every part's
+             (``backscroll.query.sqlite.parts``), against the intersection of every part's
              lookups in SQL. The pages must be the same (the tool fails otherwise).
 ``crowded``  a second window of readings when one reading fills the first
              (``backscroll.query.readings.crowded``), against none. Pages may differ: that is
@@ -39,11 +39,13 @@ from typing import Any
 
 from tests.benchmarks.metrics import percentile
 
-from backscroll.query import Scope, SessionQueryRequest, readings, sqlite_hits, sqlite_provider
-from backscroll.query.builder import QueryPlan
-from backscroll.query.candidates import Arm
+from backscroll.query import Scope, SessionQueryRequest, readings
 from backscroll.query.engine import EngineHit
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.opensearch.body import QueryPlan
+from backscroll.query.sqlite import hits as sqlite_hits
+from backscroll.query.sqlite import provider as sqlite_provider
+from backscroll.query.sqlite.candidates import Arm
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 
 def _in_sql(

@@ -1,5 +1,5 @@
 """Compares two embedded projections of the same log (e.g. the serial runner's and the bulk
-catch-up's, :mod:`backscroll.indexer.sqlite_catchup`).
+catch-up's, :mod:`backscroll.indexer.sqlite.catchup`).
 
     python -m tests.benchmarks.compare_projections EXPECTED.db GOT.db
 

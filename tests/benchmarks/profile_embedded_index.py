@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.sqlite.runner import embedded_runner
 
 
 class _TimedConnection:

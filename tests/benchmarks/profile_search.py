@@ -30,7 +30,7 @@ from typing import Any
 from tests.benchmarks.metrics import latency_summary
 
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
-from backscroll.query.builder import count_body, search_body
+from backscroll.query.opensearch.body import count_body, search_body
 from backscroll.query.plan import plan_request
 
 __all__ = ["main"]

@@ -31,7 +31,7 @@ from backscroll.query.deadline import Deadline
 from backscroll.query.engine import EngineHit, EngineQuery
 from backscroll.query.provider import SearchProvider
 from backscroll.query.scoring import score_text, text_reading
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 _MISSED = ("typo1_insert", "typo1_delete", "id_substring")
 

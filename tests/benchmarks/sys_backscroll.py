@@ -33,7 +33,7 @@ from tests.benchmarks.base import SystemUnavailable
 __all__ = ["BackscrollSystem", "unavailable_reason"]
 
 try:
-    from backscroll.indexer.opensearch_view import OpenSearchView
+    from backscroll.indexer.opensearch.view import OpenSearchView
     from backscroll.ingest.wire import parse_record
     from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
 except ImportError as err:  # the provider is being built

@@ -25,10 +25,10 @@ from tests.benchmarks.base import SystemUnavailable
 __all__ = ["EmbeddedSearches", "EmbeddedSystem", "unavailable_reason"]
 
 try:
-    from backscroll.indexer.sqlite_view import SQLiteView
+    from backscroll.indexer.sqlite.view import SQLiteView
     from backscroll.ingest.wire import parse_record
     from backscroll.query import Scope, SessionQueryRequest
-    from backscroll.query.sqlite_provider import SQLiteProvider
+    from backscroll.query.sqlite.provider import SQLiteProvider
 except ImportError as err:  # the embedded backend is not installed in this checkout
     _IMPORT_ERROR: ImportError | None = err
 else:

@@ -24,7 +24,7 @@ from backscroll.backend import Backend
 from backscroll.console.app import create_app
 from backscroll.console.settings import Grants
 from backscroll.console.source import ConsoleSource
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 BASE = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 PAGING_MATCHES = 120

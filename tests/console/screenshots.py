@@ -17,7 +17,7 @@ from tests.console.conftest import embedded, live_console
 
 from backscroll.cli.workload import demo_records
 from backscroll.console.settings import Grants
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 PAGES = {
     "console-search.png": "/search?q=" + quote("revnue forcast zurich"),

@@ -178,8 +178,8 @@ def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Pat
     from tests.console.conftest import corpus_records
 
     from backscroll.backend import Backend
-    from backscroll.indexer.embedded import embedded_runner
-    from backscroll.ingest.sqlite_log import SQLiteEntryLog
+    from backscroll.indexer.sqlite.runner import embedded_runner
+    from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
     path = tmp_path / "h.db"
     records = list(corpus_records())
@@ -218,7 +218,7 @@ def test_search_filters_workspaces_kinds_session_and_time(base: str) -> None:
 def test_long_sessions_page_by_101_events_and_export_whole(tmp_path: Path) -> None:
     from tests.console.conftest import _event, _header
 
-    from backscroll.ingest.sqlite_log import SQLiteEntryLog
+    from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
     path = tmp_path / "long.db"
     with SQLiteEntryLog(path) as log:

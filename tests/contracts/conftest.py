@@ -27,9 +27,9 @@ import pytest
 
 from backscroll.backend import Backend
 from backscroll.indexer.ports import SessionView
-from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.ingest import EntryLog, Position
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 from backscroll.query import Scope
 
 from . import corpus

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from backscroll.backend import Backend
-from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionReader, SQLiteSessionReader
+from backscroll.query import (
+    AbortSignal,
+    OpenSearchSessionReader,
+    Scope,
+    SessionQueryError,
+    SQLiteSessionReader,
+)
 from backscroll.query.aio import AsyncOpenSearchReader, AsyncSessionReader
 
 from .conftest import _PARAMS, Harness, make_harness
@@ -116,7 +122,7 @@ def test_open_reader_builds_the_backends_reader(reads: Harness, api: str) -> Non
         areader: Any = built.areader
         assert type(areader) is (AsyncSessionReader if reads.name == "embedded" else AsyncOpenSearchReader)
         built = areader.reader
-    assert type(built) is (SQLiteSessionReader if reads.name == "embedded" else SessionReader)
+    assert type(built) is (SQLiteSessionReader if reads.name == "embedded" else OpenSearchSessionReader)
 
 
 # -- listings -------------------------------------------------------------------------------------

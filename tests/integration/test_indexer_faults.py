@@ -21,7 +21,7 @@ from conftest import Pipeline
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from backscroll.indexer import Runner, RunStats, decode_envelope, kafka_runner
-from backscroll.indexer.kafka_deadletters import KafkaDeadLetters
+from backscroll.indexer.kafka.deadletters import KafkaDeadLetters
 from backscroll.indexer.operations import forget_session, rebuild
 from backscroll.query import Scope, SessionQueryRequest
 

@@ -19,7 +19,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewPartitions
 from test_indexer_faults import _event
 
-from backscroll.indexer.kafka_source import KafkaSource
+from backscroll.indexer.kafka.source import KafkaSource
 
 SESSIONS, EVENTS = 12, 600
 
@@ -135,7 +135,7 @@ def test_a_member_polling_with_short_timeouts_finishes_the_rebalance_that_new_pa
     pipeline: Pipeline,
 ) -> None:
     """Polls of 10 ms end inside the leader's JoinGroup/SyncGroup round trip; kafka-python 3.0.12
-    alone then forgets the join (backscroll.indexer.kafka_rejoin) and never reads the new partition."""
+    alone then forgets the join (backscroll.indexer.kafka.rejoin) and never reads the new partition."""
     _send(pipeline)
     source = KafkaSource(pipeline.kafka, pipeline.indexer)
     every = set(range(pipeline.kafka.partitions))

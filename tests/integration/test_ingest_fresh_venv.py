@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
     import importlib.util, sys
     from kafka import KafkaConsumer, TopicPartition
     from backscroll.ingest import Appender, AppenderSettings, KafkaSettings, ensure_topics
-    from backscroll.ingest.appender import producer_config
+    from backscroll.ingest.kafka.appender import producer_config
 
     absent = ["opensearchpy", "typer", "rich", "prometheus_client", "rapidfuzz", "zstandard"]
     present = [name for name in absent if importlib.util.find_spec(name) is not None]

@@ -1,5 +1,5 @@
 """The OpenSearch engine's plan by scope size, on the real server: a search of sessions small enough
-is ranked from the scope's entries (:mod:`backscroll.query.os_scan`), and gives the pages the
+is ranked from the scope's entries (:mod:`backscroll.query.opensearch.scan`), and gives the pages the
 index gives (entries, order, scores, excerpts, partial flag, ``searched``, cursors) for typos,
 prefixes, identifiers, closest matches, filters and paging; a session bigger than the limit takes
 the index path, then goes there at once."""
@@ -22,8 +22,8 @@ from backscroll.indexer.textfold import WORD_RE, fold, word_tokens
 from backscroll.ingest.wire import parse_record
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest, SessionQueryResult
 from backscroll.query.aio import AsyncOpenSearchProvider
-from backscroll.query.builder import trigrams
 from backscroll.query.errors import SessionQueryError
+from backscroll.query.opensearch.body import trigrams
 from backscroll.query.plan import MAX_QUERY_WORDS, MAX_WORD_CHARS, plan_request
 from backscroll.query.scoring import is_compound
 

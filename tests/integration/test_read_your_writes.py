@@ -55,7 +55,7 @@ def test_own_appends_are_searchable_before_and_after_indexing(pipeline: Pipeline
 
 
 def test_reads_merge_the_appenders_live_entries(pipeline: Pipeline, tmp_path: Path) -> None:
-    from backscroll.query import SessionReader
+    from backscroll.query import OpenSearchSessionReader
 
     header = {
         "v": 1,
@@ -70,7 +70,7 @@ def test_reads_merge_the_appenders_live_entries(pipeline: Pipeline, tmp_path: Pa
     with Appender(pipeline.kafka, options=options) as appender:
         appender.append(header).result(timeout=30)  # the agent re-announces its session on restart
         appender.append(_event(1, "live second entry")).result(timeout=30)
-        reader = SessionReader(Scope.workspace("ws-ryw"), pipeline.opensearch, live=appender)
+        reader = OpenSearchSessionReader(Scope.workspace("ws-ryw"), pipeline.opensearch, live=appender)
         try:
             window = reader.read_event("ryw-1", 1, before=1)
             assert [e.seq for e in window.events] == [0, 1]

@@ -40,10 +40,10 @@ from backscroll.indexer.errors import SourceAccessDenied, ViewAccessDenied
 from backscroll.indexer.operations import forget_session
 from backscroll.ingest import Appender, AppenderSettings, KafkaSettings
 from backscroll.ingest.errors import LogAccessDenied
-from backscroll.ingest.topics import ensure_topics
+from backscroll.ingest.kafka.topics import ensure_topics
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryError, SessionQueryRequest
 from backscroll.query.aio import AsyncOpenSearchReader
-from backscroll.query.session_reader import SessionReader
+from backscroll.query.opensearch.reader import OpenSearchSessionReader
 
 pytestmark = pytest.mark.integration
 
@@ -144,7 +144,7 @@ def test_append_index_search_read_forget_with_per_component_principals(
     with OpenSearchProvider(Scope.workspace(WS_B), query) as provider:
         found = provider.search(SessionQueryRequest(query="reconcilation", limit=10))
         assert {m.session_id for m in found.matches} == {sid}
-    with SessionReader(Scope.workspace(WS_B), query) as reader:
+    with OpenSearchSessionReader(Scope.workspace(WS_B), query) as reader:
         read = reader.read_event(sid, 1, before=1, after=1)
         assert [e.seq for e in read.events] == [0, 1, 2]
 

@@ -19,7 +19,7 @@ from kafka import KafkaProducer
 
 from backscroll.indexer.document import events_alias
 from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
-from backscroll.query import Scope, SessionHeader, SessionQueryError, SessionReader
+from backscroll.query import OpenSearchSessionReader, Scope, SessionHeader, SessionQueryError
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 CLOSED_PORT = "http://127.0.0.1:9"
@@ -182,10 +182,10 @@ def loaded() -> Iterator[Pipeline]:
         yield pipeline
 
 
-def reader(pipeline: Pipeline, scope: Scope | str = "ws-read", **kwargs: Any) -> SessionReader:
+def reader(pipeline: Pipeline, scope: Scope | str = "ws-read", **kwargs: Any) -> OpenSearchSessionReader:
     if isinstance(scope, str):
         scope = Scope.workspace(scope)
-    return SessionReader(scope, pipeline.opensearch, **kwargs)
+    return OpenSearchSessionReader(scope, pipeline.opensearch, **kwargs)
 
 
 def code_of(fn: Any, *args: Any, **kwargs: Any) -> str:
@@ -443,7 +443,7 @@ def test_long_logs_page_with_search_after(loaded: Pipeline) -> None:
 
 
 def test_sessions_outside_the_scope_read_like_missing_ones(loaded: Pipeline) -> None:
-    def failure(r: SessionReader, sid: str) -> list[tuple[str, str]]:
+    def failure(r: OpenSearchSessionReader, sid: str) -> list[tuple[str, str]]:
         calls: list[Callable[[], object]] = [
             lambda: r.list_events(sid), lambda: r.read_surface(sid), lambda: r.read_event(sid, 0),
             lambda: r.trace_event(sid, 0), lambda: r.trace_session(sid), lambda: r.filter_events(sid, []),
@@ -564,7 +564,7 @@ def test_scenario_50_merge_and_ordering(loaded: Pipeline) -> None:
     assert [s.header.session_id for s in r.list_sessions()] == ["fresh", "shared", "durable"]
     # A live log from seq 0 is the whole session: OpenSearch is not consulted for it.
     whole = FakeLive(tail.headers, {"shared": _live_log("shared", "ws-merge")})
-    untouched = SessionReader(Scope.workspace("ws-merge"), client=Untouchable(), live=whole)  # type: ignore[arg-type]
+    untouched = OpenSearchSessionReader(Scope.workspace("ws-merge"), client=Untouchable(), live=whole)  # type: ignore[arg-type]
     assert untouched.read_event("shared", 1).target.text == "live one"
 
 
@@ -602,7 +602,7 @@ def test_scenario_53_live_reads_are_independent_of_persistence_health(loaded: Pi
     live = FakeLive([_live_header("live", "ws-merge")], {"live": _live_log("live", "ws-merge")})
     for broken in (
         reader(loaded, "ws-merge", hosts=CLOSED_PORT, live=live),
-        SessionReader(Scope.workspace("ws-merge"), client=Untouchable(), live=live),  # type: ignore[arg-type]
+        OpenSearchSessionReader(Scope.workspace("ws-merge"), client=Untouchable(), live=live),  # type: ignore[arg-type]
     ):
         assert [e.surface for e in broken.list_events("live")] == ["shadowed", "shadowed", "current"]
         assert broken.trace_event("live", 1).replaced_by == 2
@@ -627,7 +627,7 @@ def test_scenario_54_persistence_failure_taxonomy(loaded: Pipeline) -> None:
     assert code_of(reader(loaded, "ws-corrupt", hosts=CLOSED_PORT).list_events, "corrupt") == (
         "SESSION_QUERY_PERSISTENCE_FAILED"
     )
-    missing = SessionReader(
+    missing = OpenSearchSessionReader(
         Scope.workspace("ws-corrupt"), loaded.opensearch, index_prefix="no-such-prefix-xyz"
     )
     assert code_of(missing.read_event, "corrupt", 0) == "SESSION_QUERY_PERSISTENCE_FAILED"

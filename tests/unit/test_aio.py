@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from test_query_driver_errors import OPENSEARCH_ERRORS
 
-from backscroll.indexer.embedded import embedded_runner
-from backscroll.indexer.os_security import security_failure
+from backscroll.indexer.opensearch.security import security_failure
 from backscroll.indexer.settings import OpenSearchSettings
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.indexer.sqlite.runner import embedded_runner
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
 from backscroll.query.aio import (
     AsyncOpenSearchProvider,
@@ -25,7 +25,7 @@ from backscroll.query.aio import (
 )
 from backscroll.query.deadline import Deadline
 from backscroll.query.engine import EngineHit, EnginePage, EngineQuery
-from backscroll.query.sqlite_reader import SQLiteSessionReader
+from backscroll.query.sqlite.reader import SQLiteSessionReader
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 _HITS: dict[str, Any] = {"hits": {"total": {"value": 0}, "hits": []}}

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 from test_query_driver_errors import OPENSEARCH_ERRORS
 
-from backscroll.indexer.os_security import security_failure
+from backscroll.indexer.opensearch.security import security_failure
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.query import AbortSignal, Scope, SessionQueryError
 from backscroll.query.aio import AsyncOpenSearchReader

@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from backscroll.indexer.embedded import embedded_runner
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.indexer.sqlite.runner import embedded_runner
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 
 def _event(seq: int, session: str = "s-1") -> dict[str, Any]:

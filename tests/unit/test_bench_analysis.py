@@ -8,7 +8,7 @@ import orjson
 from tests.benchmarks.bench_analysis import _index_body, bodies
 
 from backscroll.indexer.document import events_template_body
-from backscroll.indexer.os_analysis import analysis_settings
+from backscroll.indexer.opensearch.analysis import analysis_settings
 
 
 def test_the_product_analysis_is_the_products() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from backscroll.cli.workload import demo_records
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the benchmarks are a package of the repository, not installed

@@ -9,7 +9,9 @@ import pytest
 
 from backscroll.indexer.document import DEFAULT_KINDS, MESSAGE_TYPES
 from backscroll.indexer.textfold import WORD_RE, mixed_key
-from backscroll.query.builder import (
+from backscroll.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
+from backscroll.query.errors import SessionQueryError
+from backscroll.query.opensearch.body import (
     MAX_LEAVES,
     SEARCH_TOOL_NAME,
     QueryPlan,
@@ -20,9 +22,7 @@ from backscroll.query.builder import (
     search_body,
     word_clause,
 )
-from backscroll.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
-from backscroll.query.errors import SessionQueryError
-from backscroll.query.opensearch_provider import OpenSearchProvider
+from backscroll.query.opensearch.provider import OpenSearchProvider
 from backscroll.query.scope import Scope
 
 LUCENE = '+alpha -beta && gamma || !(delta) {epsilon} [zeta] ^eta "theta" ~iota *kappa? lambda:mu \\nu /xi'

@@ -10,7 +10,7 @@ from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import TransportError
 
 from backscroll.indexer.errors import ViewFailed, ViewUnavailable
-from backscroll.indexer.opensearch_view import OpenSearchView, is_retriable_status
+from backscroll.indexer.opensearch.view import OpenSearchView, is_retriable_status
 from backscroll.indexer.projector import Action
 
 

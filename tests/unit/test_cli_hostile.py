@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from backscroll.backend import Backend, BackendSettings
 from backscroll.cli.append_cmd import MAX_REASONS_SHOWN, iter_lines
 from backscroll.cli.main import app
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 from backscroll.logging_setup import JsonFormatter, TextFormatter
 from backscroll.textsafe import escape_control, safe_text
 

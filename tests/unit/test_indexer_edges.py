@@ -15,15 +15,15 @@ from urllib3 import exceptions as urllib3_errors
 
 from backscroll.indexer.deadletter import DeadLetter
 from backscroll.indexer.errors import IndexerError
-from backscroll.indexer.kafka_deadletters import KafkaDeadLetters
-from backscroll.indexer.kafka_source import KafkaSource
-from backscroll.indexer.opensearch_view import OpenSearchView
+from backscroll.indexer.kafka.deadletters import KafkaDeadLetters
+from backscroll.indexer.kafka.source import KafkaSource
+from backscroll.indexer.opensearch.view import OpenSearchView
 from backscroll.indexer.ports import Commit
 from backscroll.indexer.projector import Action
 from backscroll.indexer.settings import IndexerSettings, OpenSearchSettings
-from backscroll.indexer.sqlite_deadletters import SQLiteDeadLetters
-from backscroll.indexer.sqlite_source import SQLiteSource
-from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.sqlite.deadletters import SQLiteDeadLetters
+from backscroll.indexer.sqlite.source import SQLiteSource
+from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.ingest.errors import IngestError, LogUnavailable
 from backscroll.ingest.settings import KafkaSettings
 
@@ -282,6 +282,6 @@ def test_ingest_errors_from_shared_kafka_helpers_are_translated(
     def failing_ensure(_: object) -> None:
         raise error
 
-    monkeypatch.setattr("backscroll.indexer.kafka_source.ensure_topics", failing_ensure)
+    monkeypatch.setattr("backscroll.indexer.kafka.source.ensure_topics", failing_ensure)
     source = KafkaSource(KafkaSettings(), IndexerSettings())
     _check(lambda: source.poll(1, 0.01), retriable)

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafka import KafkaConsumer
 
-from backscroll.indexer.kafka_rejoin import (
+from backscroll.indexer.kafka.rejoin import (
     claim_finished_joins,
     count_pending_joins,
     finish_interrupted_joins,

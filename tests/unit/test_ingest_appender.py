@@ -32,7 +32,7 @@ from backscroll.ingest import (
     SpoolFull,
     get_appender,
 )
-from backscroll.ingest import appender as appender_module
+from backscroll.ingest.kafka import appender as appender_module
 from backscroll.ingest.wire import MAX_TEXT_BYTES
 
 KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic="backscroll.unit")

@@ -16,7 +16,7 @@ from tests.unit.test_ingest_appender import KAFKA, FakeBroker, FakeProducer, _Me
 
 from backscroll.ingest import Appender, RecordRejected, SessionBusy, SQLiteEntryLog
 from backscroll.ingest.bulk import BatchAck, encode_for_log, prepare_lines
-from backscroll.ingest.sqlite_log import BULK_CHECKPOINT_PAGES
+from backscroll.ingest.sqlite.log import BULK_CHECKPOINT_PAGES
 from backscroll.ingest.wire import decode_record, encode_key, encode_record
 
 

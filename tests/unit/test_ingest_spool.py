@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from backscroll.ingest.errors import SpoolFull, SpoolLocked
-from backscroll.ingest.spool import MAGIC, Spool, encode_frame, open_slot
+from backscroll.ingest.kafka.spool.store import MAGIC, Spool, encode_frame, open_slot
 
 
 def _fill(spool: Spool, n: int, session: str = "s-1", start: int = 0) -> list[int]:
@@ -151,7 +151,7 @@ def test_lock_refuses_a_second_owner_in_this_and_another_process(tmp_path: Path)
             Spool(tmp_path)
         assert f"pid {os.getpid()}" in str(err.value)
         code = (
-            "import sys\nfrom backscroll.ingest.spool import Spool\n"
+            "import sys\nfrom backscroll.ingest.kafka.spool.store import Spool\n"
             "from backscroll.ingest.errors import SpoolLocked\n"
             "try:\n    Spool(sys.argv[1])\nexcept SpoolLocked:\n    sys.exit(7)\nsys.exit(0)\n"
         )

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from backscroll.ingest.errors import SpoolError, SpoolFull
-from backscroll.ingest.spool import MAGIC, Spool, encode_frame
-from backscroll.ingest.spool_format import scan_segment
+from backscroll.ingest.kafka.spool.frames import scan_segment
+from backscroll.ingest.kafka.spool.store import MAGIC, Spool, encode_frame
 
 SEGMENT = 64 * 1024
 
@@ -118,7 +118,7 @@ def test_a_crash_before_the_first_record_or_the_magic_leaves_nothing_behind(
 
 _APPEND_AND_WAIT = """
 import sys
-from backscroll.ingest.spool import Spool
+from backscroll.ingest.kafka.spool.store import Spool
 spool = Spool(sys.argv[1], segment_bytes=int(sys.argv[2]), fsync="never")
 for i in range(int(sys.argv[3])):
     spool.append(b"s-%d" % (i % 3), i, b'{"n":%d}' % i)

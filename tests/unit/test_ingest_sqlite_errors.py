@@ -18,10 +18,10 @@ from backscroll.ingest import (
     LogUnavailable,
     NotABackscrollFile,
     SQLiteEntryLog,
-    sqlite_file,
 )
 from backscroll.ingest.export import LogExport, export_sqlite
-from backscroll.ingest.sqlite_file import translate_sqlite_error
+from backscroll.ingest.sqlite import file as sqlite_file
+from backscroll.ingest.sqlite.file import translate_sqlite_error
 
 
 def _error(cls: type[sqlite3.Error], message: str, name: str | None) -> sqlite3.Error:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from backscroll.ingest import LogNotFound, NotABackscrollFile, SQLiteEntryLog
-from backscroll.ingest.sqlite_file import APPLICATION_ID, SCHEMA_VERSION, connect
+from backscroll.ingest.sqlite.file import APPLICATION_ID, SCHEMA_VERSION, connect
 
 EVENT = {
     "v": 1,
@@ -151,7 +151,7 @@ def test_the_embedded_log_and_the_interface_load_no_kafka_client() -> None:
     code = (
         "import sys\n"
         "from backscroll.ingest import EntryLog, Position, SQLiteEntryLog, LogNotFound\n"
-        "import backscroll.ingest.export, backscroll.ingest.sqlite_file\n"
+        "import backscroll.ingest.export, backscroll.ingest.sqlite.file\n"
         "assert 'kafka' not in sys.modules, sorted(m for m in sys.modules if m.startswith('kafka'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

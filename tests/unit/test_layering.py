@@ -32,28 +32,28 @@ QUERY_MAY_IMPORT_FROM_INDEXER = frozenset(
     {
         "backscroll.indexer.document",
         # the embedded event row layout (which fields are columns, not repeated in ``doc``)
-        "backscroll.indexer.sqlite_docs",
+        "backscroll.indexer.sqlite.docs",
         # the embedded time column's encoding (``time_us``), so filters compare what the view wrote
-        "backscroll.indexer.sqlite_rows",
+        "backscroll.indexer.sqlite.rows",
         "backscroll.indexer.textfold",
         "backscroll.indexer.fold",
         "backscroll.indexer.settings",
         # the OpenSearch security failures as one line (401/403/TLS), shared by both adapters
-        "backscroll.indexer.os_security",
+        "backscroll.indexer.opensearch.security",
     }
 )
 
 PURE_MODULES = (
     "backscroll.ingest.wire",
     "backscroll.indexer.document",
-    "backscroll.indexer.sqlite_docs",
-    "backscroll.indexer.sqlite_rows",
+    "backscroll.indexer.sqlite.docs",
+    "backscroll.indexer.sqlite.rows",
     "backscroll.indexer.textfold",
     "backscroll.indexer.fold",
     "backscroll.indexer.fold_types",
     "backscroll.indexer.projector",
     "backscroll.indexer.deadletter",
-    "backscroll.query.builder",
+    "backscroll.query.opensearch.body",
     "backscroll.query.plan",
     "backscroll.query.scoring",
     "backscroll.query.live",
@@ -162,7 +162,7 @@ def test_the_walker_finds_imports() -> None:
     )
     plan = {imp.target for imp in imports_of("backscroll.query.plan")}
     assert "backscroll.indexer.document" in plan
-    assert any(in_package(imp.target, "kafka") for imp in imports_of("backscroll.ingest.topics"))
+    assert any(in_package(imp.target, "kafka") for imp in imports_of("backscroll.ingest.kafka.topics"))
     assert _resolve_relative("a.b.c", False, 1, "d") == "a.b.d"
     assert _resolve_relative("a.b", True, 2, None) == "a"
 
@@ -192,6 +192,72 @@ def test_query_reads_only_the_indexer_schema_modules() -> None:
     ]
     assert wrong == [], "query may import only " + ", ".join(sorted(QUERY_MAY_IMPORT_FROM_INDEXER))
     assert set(modules()) >= QUERY_MAY_IMPORT_FROM_INDEXER
+
+
+# -- no import circles -------------------------------------------------------------------------------
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of ours and the modules of ours it imports, counting imports inside functions and
+    under ``TYPE_CHECKING``; a package face that a submodule imports from counts as a module."""
+    return {m: {imp.target for imp in imports_of(m) if imp.target in modules()} - {m} for m in modules()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(start, sorted(graph[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, pending = work[-1]
+            if pending:
+                nxt = pending.pop()
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, sorted(graph[nxt])))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles() -> None:
+    found = circles(import_graph())
+    detail = [
+        f"{' / '.join(c)}: " + "; ".join(f"{m} -> {sorted(import_graph()[m] & set(c))}" for m in c)
+        for c in found
+    ]
+    assert found == [], "\n".join(detail)
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
 
 
 # -- purity ------------------------------------------------------------------------------------------
@@ -236,7 +302,9 @@ def test_the_purity_check_is_not_vacuous() -> None:
         "backscroll.ingest.wire",
         "backscroll.ingest.errors",
     }
-    assert any(imp.target.split(".")[0] in IO_MODULES for imp in imports_of("backscroll.query.clients"))
+    assert any(
+        imp.target.split(".")[0] in IO_MODULES for imp in imports_of("backscroll.query.opensearch.clients")
+    )
     sample = ast.parse("import os\nfrom os import getenv\nx = os.environ['A']\ny = os.path.join('a')\n")
     assert env_hits(sample, "m") == ["m:2 imports os.getenv", "m:3 uses os.environ"]
 

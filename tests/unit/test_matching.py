@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backscroll.indexer.sqlite_view import text_rows
+from backscroll.indexer.sqlite.view import text_rows
 from backscroll.indexer.textfold import IDENT_RE, QUERY_TOKEN_RE, cjk_grams, fold, is_cjk, mixed_key
 from backscroll.query.scoring import (
     FIELD_BONUS,

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from backscroll.cli.main import app
 from backscroll.cli.workload import demo_records
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 
 class Listener:
@@ -144,7 +144,7 @@ def test_a_rebuild_whose_compaction_fails_still_completes_and_says_why(
 ) -> None:
     from backscroll.indexer.errors import ViewFailed
     from backscroll.indexer.operations import rebuild_embedded
-    from backscroll.indexer.sqlite_view import SQLiteView
+    from backscroll.indexer.sqlite.view import SQLiteView
 
     records = _append_demo(embedded)
 
@@ -182,13 +182,13 @@ def test_a_read_only_file_stops_the_runner_with_a_non_retriable_error(embedded: 
     """Root ignores file modes, so the file is opened read-only the way SQLite reports it."""
     from backscroll.indexer.errors import IndexerError
     from backscroll.indexer.runner import Runner
-    from backscroll.indexer.sqlite_deadletters import SQLiteDeadLetters
-    from backscroll.indexer.sqlite_source import SQLiteSource
-    from backscroll.indexer.sqlite_view import SQLiteView
+    from backscroll.indexer.sqlite.deadletters import SQLiteDeadLetters
+    from backscroll.indexer.sqlite.source import SQLiteSource
+    from backscroll.indexer.sqlite.view import SQLiteView
 
     with SQLiteEntryLog(embedded) as log:
         log.append(next(iter(demo_records(workspaces=1, sessions=1))))
-    from backscroll.indexer.embedded import open_embedded
+    from backscroll.indexer.sqlite.runner import open_embedded
 
     open_embedded(embedded).close()  # every table exists; only writing is refused
     conn = sqlite3.connect(f"file:{embedded}?mode=ro", uri=True, isolation_level=None)

@@ -14,9 +14,9 @@ from opensearchpy.exceptions import SerializationError
 
 from backscroll.indexer.document import events_template_body
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
-from backscroll.query.builder import HIT_SOURCE, browse_body, count_body, scan_body, search_body
 from backscroll.query.excerpt import excerpt
-from backscroll.query.os_json import OrjsonSerializer
+from backscroll.query.opensearch.body import HIT_SOURCE, browse_body, count_body, scan_body, search_body
+from backscroll.query.opensearch.serializer import OrjsonSerializer
 from backscroll.query.plan import plan_request
 from backscroll.query.typo_hints import typo_hints
 

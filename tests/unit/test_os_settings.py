@@ -10,7 +10,7 @@ import pytest
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.query import OpenSearchProvider, Scope
 from backscroll.query.errors import SessionQueryError
-from backscroll.query.os_settings import resolved_settings, settings_key
+from backscroll.query.opensearch.settings import resolved_settings, settings_key
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ from backscroll.indexer.pipeline import lane_of
 from backscroll.indexer.ports import WriteResult
 from backscroll.indexer.projector import Action
 from backscroll.indexer.runner import Runner
-from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.sqlite.view import SQLiteView
 
 _GATE_TIMEOUT_S = 30.0  # only a hang guard: the order is set by the gate, never by time
 

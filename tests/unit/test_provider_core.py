@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 
 from backscroll.backend import Backend, BackendSettings
-from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.sqlite.runner import embedded_runner
 from backscroll.ingest.live import LiveLog
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 from backscroll.ingest.wire import EventRecord, parse_record
 from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
-from backscroll.query.opensearch_provider import OpenSearchProvider
-from backscroll.query.session_reader import SessionReader
-from backscroll.query.sqlite_provider import SQLiteProvider
-from backscroll.query.sqlite_reader import SQLiteSessionReader
+from backscroll.query.opensearch.provider import OpenSearchProvider
+from backscroll.query.opensearch.reader import OpenSearchSessionReader
+from backscroll.query.sqlite.provider import SQLiteProvider
+from backscroll.query.sqlite.reader import SQLiteSessionReader
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 
@@ -168,7 +168,10 @@ def test_embedded_provider_configuration_errors(tmp_path: Path, kwargs: dict[str
 )
 def test_opensearch_settings_errors_are_invalid_config(kwargs: dict[str, Any]) -> None:
     assert _code(lambda: OpenSearchProvider(Scope.workspace("w"), **kwargs)) == "SESSION_QUERY_INVALID_CONFIG"
-    assert _code(lambda: SessionReader(Scope.workspace("w"), **kwargs)) == "SESSION_QUERY_INVALID_CONFIG"
+    assert (
+        _code(lambda: OpenSearchSessionReader(Scope.workspace("w"), **kwargs))
+        == "SESSION_QUERY_INVALID_CONFIG"
+    )
 
 
 @pytest.mark.parametrize(
@@ -191,7 +194,10 @@ def test_every_reader_configuration_error_is_invalid_config(tmp_path: Path, kwar
     assert _code(lambda: SQLiteSessionReader(Scope.workspace("w"), tmp_path / "x.db", **kwargs)) == (
         "SESSION_QUERY_INVALID_CONFIG"
     )
-    assert _code(lambda: SessionReader(Scope.workspace("w"), **kwargs)) == "SESSION_QUERY_INVALID_CONFIG"
+    assert (
+        _code(lambda: OpenSearchSessionReader(Scope.workspace("w"), **kwargs))
+        == "SESSION_QUERY_INVALID_CONFIG"
+    )
 
 
 def test_persisted_inspect_concurrency_is_accepted_in_range(db: Path) -> None:

@@ -15,15 +15,15 @@ import pytest
 import urllib3.exceptions
 from opensearchpy import exceptions as osx
 
-from backscroll.indexer.os_security import security_failure
+from backscroll.indexer.opensearch.security import security_failure
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.ingest.errors import IngestError, LogUnavailable
 from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
-from backscroll.query.opensearch_provider import OpenSearchProvider
-from backscroll.query.reader_base import ReaderBase
-from backscroll.query.session_reader import SessionReader
-from backscroll.query.sqlite_provider import SQLiteProvider
-from backscroll.query.sqlite_reader import SQLiteSessionReader
+from backscroll.query.opensearch.provider import OpenSearchProvider
+from backscroll.query.opensearch.reader import OpenSearchSessionReader
+from backscroll.query.reads.reader import ReaderBase
+from backscroll.query.sqlite.provider import SQLiteProvider
+from backscroll.query.sqlite.reader import SQLiteSessionReader
 
 OPENSEARCH_ERRORS: list[Exception] = [
     osx.ConnectionError("N/A", "connection refused", Exception("refused")),
@@ -146,7 +146,7 @@ def test_opensearch_engine_types_a_malformed_response() -> None:
 @pytest.mark.parametrize("method", sorted(READS))
 def test_opensearch_reader_translates_every_driver_error(error: Exception, method: str) -> None:
     client = FakeOpenSearch(error, {"msearch", "search"})
-    reader = SessionReader(Scope.workspace("w"), client=client, cache=False)  # type: ignore[arg-type]
+    reader = OpenSearchSessionReader(Scope.workspace("w"), client=client, cache=False)  # type: ignore[arg-type]
     _typed(lambda: READS[method](reader), _expected(error, "SESSION_QUERY_PERSISTENCE_FAILED"))
 
 
@@ -230,7 +230,7 @@ def test_an_unreachable_opensearch_is_an_error_for_search_and_reads() -> None:
     url = "http://127.0.0.1:9"  # discard port: nothing listens
     provider = OpenSearchProvider(Scope.workspace("w"), hosts=url, request_timeout_s=2)
     _typed(lambda: provider.search(SessionQueryRequest(query="")), "SESSION_QUERY_INDEX_FAILED")
-    reader = SessionReader(Scope.workspace("w"), hosts=url, request_timeout_s=2)
+    reader = OpenSearchSessionReader(Scope.workspace("w"), hosts=url, request_timeout_s=2)
     for read in READS.values():
         _typed(functools.partial(read, reader), "SESSION_QUERY_PERSISTENCE_FAILED")
 
@@ -243,6 +243,6 @@ def test_a_server_that_never_answers_is_a_timeout_naming_the_server() -> None:
         provider = OpenSearchProvider(Scope.workspace("w"), hosts=f"http://{where}", request_timeout_s=0.5)
         typed = _typed(lambda: provider.search(SessionQueryRequest(query="x")), "SESSION_QUERY_INDEX_FAILED")
         assert where in typed.message
-        reader = SessionReader(Scope.workspace("w"), hosts=f"http://{where}", request_timeout_s=0.5)
+        reader = OpenSearchSessionReader(Scope.workspace("w"), hosts=f"http://{where}", request_timeout_s=0.5)
         typed = _typed(reader.list_sessions, "SESSION_QUERY_PERSISTENCE_FAILED")
         assert where in typed.message

@@ -11,9 +11,9 @@ from typing import Any, cast
 import pytest
 
 from backscroll.query import Scope
-from backscroll.query.builder import QueryPlan
 from backscroll.query.engine import EngineHit, EngineQuery
-from backscroll.query.opensearch_provider import OpenSearchEngine
+from backscroll.query.opensearch.body import QueryPlan
+from backscroll.query.opensearch.provider import OpenSearchEngine
 from backscroll.query.readings import (
     INSIDE_MAX,
     WINDOW,

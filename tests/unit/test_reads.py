@@ -1,5 +1,6 @@
 """Pure read logic (spec 3.5–3.9): windows, lineage, filters, the live + persisted merge, detached
-results; and the SessionReader paths that never reach OpenSearch (configuration, live-only reads)."""
+results; and the OpenSearchSessionReader paths that never reach OpenSearch (configuration, live-only
+reads)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
 from backscroll.query import (
     EventRecordView,
     LiveSource,
+    OpenSearchSessionReader,
     Scope,
     SessionHeader,
     SessionQueryError,
-    SessionReader,
     SessionRecord,
     reads,
 )
@@ -499,7 +500,7 @@ def test_results_are_frozen_detached_copies() -> None:
     assert EventRecordView.model_validate_json(view.model_dump_json()) == view
 
 
-# -- SessionReader without OpenSearch -------------------------------------------------------------
+# -- OpenSearchSessionReader without OpenSearch -------------------------------------------------------------
 class Untouchable:
     """An OpenSearch client that fails the test if the reader touches it at all."""
 
@@ -534,10 +535,10 @@ def live_log(sid: str = "live", ws: str = "w") -> list[EventRecord]:
     ]  # fmt: skip
 
 
-def live_reader(**kwargs: Any) -> tuple[SessionReader, FakeLive]:
+def live_reader(**kwargs: Any) -> tuple[OpenSearchSessionReader, FakeLive]:
     fake = FakeLive([wire_header("live")], {"live": live_log()})
     assert isinstance(fake, LiveSource)
-    return SessionReader(Scope.workspace("w"), client=Untouchable(), live=fake, **kwargs), fake  # type: ignore[arg-type]
+    return OpenSearchSessionReader(Scope.workspace("w"), client=Untouchable(), live=fake, **kwargs), fake  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -557,19 +558,19 @@ def live_reader(**kwargs: Any) -> tuple[SessionReader, FakeLive]:
     ],
 )
 def test_scenario_35_configuration_errors_at_construction(kwargs: dict[str, Any], code: str) -> None:
-    assert code_of(SessionReader, Scope.workspace("w"), **kwargs) == code
+    assert code_of(OpenSearchSessionReader, Scope.workspace("w"), **kwargs) == code
 
 
 def test_scope_is_required() -> None:
-    assert code_of(SessionReader, "w") == "SESSION_QUERY_INVALID_SCOPE"
+    assert code_of(OpenSearchSessionReader, "w") == "SESSION_QUERY_INVALID_SCOPE"
 
 
 def test_scenario_33_window_validation_comes_first() -> None:
-    reader = SessionReader(Scope.workspace("w"), client=Untouchable())  # type: ignore[arg-type]
+    reader = OpenSearchSessionReader(Scope.workspace("w"), client=Untouchable())  # type: ignore[arg-type]
     for before, after in [(51, 0), (-1, 0), (0, 0.5)]:
         assert code_of(reader.read_event, "nope", 0, before, after) == "SESSION_QUERY_INVALID_WINDOW"
     assert code_of(reader.read_event, "", 0, 51) == "SESSION_QUERY_INVALID_WINDOW"
-    zero = SessionReader(Scope.workspace("w"), read_window_max=0, client=Untouchable())  # type: ignore[arg-type]
+    zero = OpenSearchSessionReader(Scope.workspace("w"), read_window_max=0, client=Untouchable())  # type: ignore[arg-type]
     assert code_of(zero.read_event, "nope", 0, before=1) == "SESSION_QUERY_INVALID_WINDOW"
 
 
@@ -598,7 +599,7 @@ def test_live_sessions_are_read_without_opensearch() -> None:
 
 def test_live_session_outside_the_scope_is_not_found() -> None:
     fake = FakeLive([wire_header("elsewhere", ws="x")], {"elsewhere": live_log("elsewhere", ws="x")})
-    reader = SessionReader(Scope.workspace("w"), live=fake, persistence=False)
+    reader = OpenSearchSessionReader(Scope.workspace("w"), live=fake, persistence=False)
     assert code_of(reader.read_event, "elsewhere", 0) == "SESSION_QUERY_SESSION_NOT_FOUND"
     assert code_of(reader.read_event, "nowhere", 0) == code_of(reader.read_event, "elsewhere", 0)
     assert reader.list_sessions() == ()
@@ -606,7 +607,7 @@ def test_live_session_outside_the_scope_is_not_found() -> None:
 
 def test_scenario_52_without_persistence_only_live_sessions_exist() -> None:
     fake = FakeLive([wire_header("shared", t=3)], {"shared": live_log("shared")})
-    reader = SessionReader(Scope.workspace("w"), live=fake, persistence=False, client=Untouchable())  # type: ignore[arg-type]
+    reader = OpenSearchSessionReader(Scope.workspace("w"), live=fake, persistence=False, client=Untouchable())  # type: ignore[arg-type]
     listing = reader.list_sessions()
     assert [(r.header.session_id, r.live, r.persisted, r.stats) for r in listing] == [
         ("shared", True, False, None)
@@ -618,17 +619,17 @@ def test_scenario_52_without_persistence_only_live_sessions_exist() -> None:
 
 def test_a_live_session_without_entries_consults_the_projection() -> None:
     fake = FakeLive([wire_header("released")], {"released": []})
-    reader = SessionReader(Scope.workspace("w"), live=fake, client=Untouchable())  # type: ignore[arg-type]
+    reader = OpenSearchSessionReader(Scope.workspace("w"), live=fake, client=Untouchable())  # type: ignore[arg-type]
     with pytest.raises(AssertionError, match="OpenSearch was consulted"):
         reader.list_events("released")
-    unmounted = SessionReader(Scope.workspace("w"), live=fake, persistence=False)
+    unmounted = OpenSearchSessionReader(Scope.workspace("w"), live=fake, persistence=False)
     assert unmounted.list_events("released") == ()
     assert unmounted.read_surface("released").captured_through_seq is None
 
 
 def test_live_session_without_header_record() -> None:
     fake = FakeLive([], {"bare": live_log("bare")})
-    reader = SessionReader(Scope.workspace("w"), live=fake, client=Untouchable())  # type: ignore[arg-type]
+    reader = OpenSearchSessionReader(Scope.workspace("w"), live=fake, client=Untouchable())  # type: ignore[arg-type]
     result = reader.read_event("bare", 0)
     assert result.header == SessionHeader(session_id="bare", workspace_id="w", has_header=False)
 
@@ -636,7 +637,7 @@ def test_live_session_without_header_record() -> None:
 def test_invalid_live_log_is_invalid_surface_but_readable() -> None:
     bad = [*live_log(), wire_event("live", 3, "user/message", "dup", sources=[1, 1])]
     fake = FakeLive([wire_header("live")], {"live": bad})
-    reader = SessionReader(Scope.workspace("w"), live=fake, client=Untouchable())  # type: ignore[arg-type]
+    reader = OpenSearchSessionReader(Scope.workspace("w"), live=fake, client=Untouchable())  # type: ignore[arg-type]
     for method in (reader.list_events, reader.read_surface):
         assert code_of(method, "live") == "SESSION_QUERY_INVALID_SURFACE"
     assert code_of(reader.filter_events, "live", []) == "SESSION_QUERY_INVALID_SURFACE"
@@ -646,7 +647,7 @@ def test_invalid_live_log_is_invalid_surface_but_readable() -> None:
 
 
 def test_filters_are_validated_before_the_session_is_loaded() -> None:
-    reader = SessionReader(Scope.workspace("w"), client=Untouchable())  # type: ignore[arg-type]
+    reader = OpenSearchSessionReader(Scope.workspace("w"), client=Untouchable())  # type: ignore[arg-type]
     assert code_of(reader.filter_events, "nope", [{"kind": "bogus"}]) == "SESSION_QUERY_INVALID_FILTER"
     assert code_of(reader.list_sessions, [{"kind": "bogus"}]) == "SESSION_QUERY_INVALID_FILTER"
 

@@ -30,7 +30,7 @@ from backscroll.indexer.errors import (
 from backscroll.indexer.ports import Commit, Entry, InvalidEntry, Poll, RawRecord, WriteResult
 from backscroll.indexer.projector import Action, SessionProjection
 from backscroll.indexer.runner import Runner
-from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.indexer.view_writes import ViewWrites
 
 _T0 = datetime(2026, 11, 2, tzinfo=UTC)

@@ -13,10 +13,10 @@ from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from pydantic import SecretStr
 
 from backscroll.indexer.errors import ViewAccessDenied
-from backscroll.indexer.os_security import deny, item_failure, security_failure
+from backscroll.indexer.opensearch.security import deny, item_failure, security_failure
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.ingest.errors import LogAccessDenied
-from backscroll.ingest.kafka_security import describe_tls_error, translate
+from backscroll.ingest.kafka.security import describe_tls_error, translate
 from backscroll.ingest.settings import KafkaSettings
 
 SECRET = "s3cr3t-Value-never-printed"

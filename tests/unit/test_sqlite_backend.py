@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from backscroll.backend import Backend, BackendSettings, current_backend, default_sqlite_path
 from backscroll.cli.main import app
-from backscroll.indexer.sqlite_source import SQLiteSource
-from backscroll.indexer.sqlite_view import SQLiteView
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.indexer.sqlite.source import SQLiteSource
+from backscroll.indexer.sqlite.view import SQLiteView
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 _SERVER_VARS = ("BACKSCROLL_BACKEND", "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "BACKSCROLL_OPENSEARCH_URL")
 

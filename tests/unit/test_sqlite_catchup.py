@@ -14,11 +14,11 @@ import orjson
 import pytest
 
 from backscroll.cli.workload import demo_records
-from backscroll.indexer import sqlite_catchup
-from backscroll.indexer.embedded import embedded_runner
 from backscroll.indexer.runner import Runner
-from backscroll.indexer.sqlite_catchup import SQLiteCatchUp
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.indexer.sqlite import catchup as sqlite_catchup
+from backscroll.indexer.sqlite.catchup import SQLiteCatchUp
+from backscroll.indexer.sqlite.runner import embedded_runner
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
 
 def _cjk_session() -> list[dict[str, Any]]:

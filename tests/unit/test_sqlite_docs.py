@@ -10,15 +10,15 @@ from typing import Any
 import orjson
 import pytest
 
-from backscroll.indexer.sqlite_docs import (
+from backscroll.indexer.sqlite.docs import (
     EVENT_COLUMNS,
     event_instant,
     event_source,
     pack_event_doc,
     split_entry_id,
 )
-from backscroll.indexer.sqlite_rows import time_us
-from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.sqlite.rows import time_us
+from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.ingest.wire import entry_id, parse_record
 
 DOC: dict[str, Any] = {

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from backscroll.indexer.ports import Outcome, WriteResult
 from backscroll.indexer.projector import Action, SessionProjection
-from backscroll.indexer.sqlite_view import SQLiteView
+from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.ingest import EventRecord, HeaderRecord, parse_record
 from backscroll.query import Scope, SessionQueryRequest
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 T0 = datetime(2026, 11, 3, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from backscroll.ingest import LogUnavailable, Position, RecordRejected
-from backscroll.ingest.sqlite_log import SQLiteEntryLog, connect, read_log
+from backscroll.ingest.sqlite.log import SQLiteEntryLog, connect, read_log
 
 
 def _event(sid: str, seq: int, **extra: Any) -> dict[str, Any]:
@@ -154,7 +154,7 @@ def test_threads_share_one_log(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from backscroll.ingest.sqlite_log import SQLiteEntryLog
+    from backscroll.ingest.sqlite.log import SQLiteEntryLog
     path, sid, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with SQLiteEntryLog(path, busy_timeout_s=60) as log:
         for seq in range(count):

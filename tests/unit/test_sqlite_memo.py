@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from backscroll.backend import Backend
-from backscroll.indexer.embedded import embedded_runner
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
-from backscroll.query import Scope, SessionQueryRequest, sqlite_provider
+from backscroll.indexer.sqlite.runner import embedded_runner
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
+from backscroll.query import Scope, SessionQueryRequest
 from backscroll.query.engine import Corpus
-from backscroll.query.sqlite_memo import Bounded, SnapshotMemo
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite import provider as sqlite_provider
+from backscroll.query.sqlite.memo import Bounded, SnapshotMemo
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 

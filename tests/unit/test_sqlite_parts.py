@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from backscroll.indexer.embedded import embedded_runner
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
-from backscroll.query import Scope, SessionQueryRequest, sqlite_parts
-from backscroll.query.candidates import PARTS, WordArms
-from backscroll.query.sqlite_parts import parts_rowids
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.indexer.sqlite.runner import embedded_runner
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
+from backscroll.query import Scope, SessionQueryRequest
+from backscroll.query.sqlite import parts as sqlite_parts
+from backscroll.query.sqlite.candidates import PARTS, WordArms
+from backscroll.query.sqlite.parts import parts_rowids
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 WS = "ws-parts"

@@ -17,15 +17,16 @@ import pytest
 from rapidfuzz.distance import OSA
 
 from backscroll.backend import Backend
-from backscroll.indexer.embedded import embedded_runner
-from backscroll.indexer.sqlite_view import SQLiteView
-from backscroll.ingest.sqlite_log import SQLiteEntryLog, connect
-from backscroll.query import Scope, SessionQueryError, SessionQueryRequest, candidates
+from backscroll.indexer.sqlite.runner import embedded_runner
+from backscroll.indexer.sqlite.view import SQLiteView
+from backscroll.ingest.sqlite.log import SQLiteEntryLog, connect
+from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
 from backscroll.query.cursor import encode_cursor, request_fingerprint
 from backscroll.query.plan import excerpt_budget, plan_request
 from backscroll.query.scoring import fuzzy_budget, score_text, typo_budget, typo_match
-from backscroll.query.sqlite_memo import LENGTHS_KEPT, Bounded
-from backscroll.query.sqlite_provider import SQLiteProvider, typo_candidates
+from backscroll.query.sqlite import candidates
+from backscroll.query.sqlite.memo import LENGTHS_KEPT, Bounded
+from backscroll.query.sqlite.provider import SQLiteProvider, typo_candidates
 
 VOCAB = [
     "report",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backscroll.indexer.sqlite_rows import (
+from backscroll.indexer.sqlite.rows import (
     MAX_TERM_CHARS,
     KnownTerms,
     terms_by_workspace,

@@ -15,15 +15,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tests.contracts.query_shapes import edit, queries_over
 
-from backscroll.indexer.embedded import embedded_runner
+from backscroll.indexer.sqlite.runner import embedded_runner
 from backscroll.indexer.textfold import WORD_RE, fold
-from backscroll.ingest.sqlite_log import SQLiteEntryLog, connect
+from backscroll.ingest.sqlite.log import SQLiteEntryLog, connect
 from backscroll.query import Scope, SessionQueryRequest, SessionQueryResult
-from backscroll.query.candidates import scope_workspaces, typo_candidates
 from backscroll.query.plan import plan_request
 from backscroll.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
-from backscroll.query.sqlite_provider import SQLiteProvider
-from backscroll.query.sqlite_scan import SCAN_MAX_ROWS, may_match, needle, page_hints
+from backscroll.query.sqlite.candidates import scope_workspaces, typo_candidates
+from backscroll.query.sqlite.provider import SQLiteProvider
+from backscroll.query.sqlite.scan import SCAN_MAX_ROWS, may_match, needle, page_hints
 
 WORDS = [
     "report",

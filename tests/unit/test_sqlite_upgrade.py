@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from backscroll.indexer.sqlite_view import SQLiteView
-from backscroll.ingest.sqlite_file import SCHEMA_VERSION
+from backscroll.indexer.sqlite.view import SQLiteView
+from backscroll.ingest.sqlite.file import SCHEMA_VERSION
 from backscroll.ingest.wire import EventRecord, HeaderRecord, parse_record
 from backscroll.query import Scope, SessionQueryRequest
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 _OLD_EVENTS = """
 CREATE TABLE events (

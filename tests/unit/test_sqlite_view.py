@@ -15,13 +15,13 @@ import pytest
 
 from backscroll.cli.workload import demo_records
 from backscroll.indexer.document import fold_event
-from backscroll.indexer.embedded import embedded_runner
-from backscroll.indexer.sqlite_view import SQLiteView, clear_projection, index_tokens, time_us
+from backscroll.indexer.sqlite.runner import embedded_runner
+from backscroll.indexer.sqlite.view import SQLiteView, clear_projection, index_tokens, time_us
 from backscroll.ingest import parse_record
-from backscroll.ingest.sqlite_log import SQLiteEntryLog
+from backscroll.ingest.sqlite.log import SQLiteEntryLog
 from backscroll.query import Scope, SessionQueryRequest
 from backscroll.query.scoring import score_text
-from backscroll.query.sqlite_provider import SQLiteProvider
+from backscroll.query.sqlite.provider import SQLiteProvider
 
 RECORDS = list(demo_records(workspaces=3, sessions=6))
 
@@ -104,7 +104,7 @@ def test_a_failure_mid_batch_leaves_nothing_and_the_retry_completes(tmp_path: Pa
 _CRASHER = textwrap.dedent(
     """
     import os, sys
-    from backscroll.indexer.embedded import embedded_runner
+    from backscroll.indexer.sqlite.runner import embedded_runner
     indexer = embedded_runner(sys.argv[1], batch_max=int(sys.argv[2]))
     indexer.step()  # one batch committed
     real = indexer.view.write
@@ -150,7 +150,7 @@ def test_indexers_taking_turns_restore_each_others_sessions(tmp_path: Path) -> N
 _INDEXER = textwrap.dedent(
     """
     import sys, time
-    from backscroll.indexer.embedded import embedded_runner
+    from backscroll.indexer.sqlite.runner import embedded_runner
     with embedded_runner(sys.argv[1], batch_max=5, busy_timeout_s=60) as indexer:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -1,7 +1,8 @@
 """``backscroll sessions``, ``backscroll read`` and ``backscroll trace``: exact reads from a terminal.
 
 Every command reads through the configured backend's session reader (``backscroll.backend.open_reader``:
-:class:`~backscroll.query.SessionReader` or the embedded ``SQLiteSessionReader``) pinned to a scope: the
+:class:`~backscroll.query.OpenSearchSessionReader` or the embedded ``SQLiteSessionReader``) pinned to a
+scope: the
 workspace given with ``--workspace``, or the sessions given with ``--session``. Without either,
 ``read`` and ``trace`` use the workspace of the session they name (the CLI is a trusted operator
 tool: lineage across the workspace is what an operator expects; the model tools stay pinned).
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
         SessionRecord,
         SessionTrace,
     )
-    from backscroll.query.reader_base import ReaderBase
+    from backscroll.query.reads.reader import ReaderBase
 
 __all__ = ["read", "register", "sessions", "trace"]
 

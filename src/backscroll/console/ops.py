@@ -152,7 +152,7 @@ def _kafka_health(backend: Backend) -> Health:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
-    from backscroll.indexer.opensearch_view import OpenSearchView
+    from backscroll.indexer.opensearch.view import OpenSearchView
 
     assert backend.kafka is not None and backend.opensearch is not None and backend.indexer is not None
     out = Health(backend=backend.describe())
@@ -266,8 +266,8 @@ def replay(backend: Backend) -> int:
 def forget(backend: Backend, session_id: str) -> int:
     """Delete one session's documents from the projection (the log keeps it); events deleted."""
     if backend.name == "embedded":
-        from backscroll.indexer.sqlite_view import SQLiteView
-        from backscroll.ingest.sqlite_log import connect
+        from backscroll.indexer.sqlite.view import SQLiteView
+        from backscroll.ingest.sqlite.log import connect
 
         try:
             conn = connect(backend.sqlite_path, create=False)

@@ -213,7 +213,7 @@ class ConsoleSource:
         from opensearchpy.exceptions import NotFoundError, OpenSearchException
 
         from backscroll.indexer.document import sessions_alias
-        from backscroll.query.clients import shared_client
+        from backscroll.query.opensearch.clients import shared_client
 
         settings = self.backend.opensearch
         assert settings is not None
@@ -282,7 +282,7 @@ class ConsoleSource:
         from opensearchpy.exceptions import NotFoundError, OpenSearchException
 
         from backscroll.indexer.document import events_alias, sessions_alias
-        from backscroll.query.clients import shared_client
+        from backscroll.query.opensearch.clients import shared_client
 
         settings = self.backend.opensearch
         assert settings is not None

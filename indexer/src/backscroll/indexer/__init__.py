@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from backscroll.indexer.deadletter import DeadLetter, decode_envelope
-    from backscroll.indexer.embedded import embedded_runner
     from backscroll.indexer.errors import (
         DeadLetterUnavailable,
         IndexerError,
@@ -22,7 +21,8 @@ if TYPE_CHECKING:
         ViewFailed,
         ViewUnavailable,
     )
-    from backscroll.indexer.opensearch_view import OpenSearchView
+    from backscroll.indexer.kafka.worker import kafka_runner
+    from backscroll.indexer.opensearch.view import OpenSearchView
     from backscroll.indexer.ports import (
         Commit,
         DeadLetters,
@@ -37,12 +37,12 @@ if TYPE_CHECKING:
     )
     from backscroll.indexer.runner import Runner, RunStats
     from backscroll.indexer.settings import IndexerSettings, OpenSearchSettings
-    from backscroll.indexer.worker import kafka_runner
+    from backscroll.indexer.sqlite.runner import embedded_runner
 
 _WHERE = {
     "DeadLetter": "deadletter",
     "decode_envelope": "deadletter",
-    "embedded_runner": "embedded",
+    "embedded_runner": "sqlite.runner",
     "DeadLetterUnavailable": "errors",
     "IndexerError": "errors",
     "NotCaughtUp": "errors",
@@ -50,7 +50,7 @@ _WHERE = {
     "SourceUnavailable": "errors",
     "ViewFailed": "errors",
     "ViewUnavailable": "errors",
-    "OpenSearchView": "opensearch_view",
+    "OpenSearchView": "opensearch.view",
     "Commit": "ports",
     "DeadLetters": "ports",
     "Entry": "ports",
@@ -65,7 +65,7 @@ _WHERE = {
     "Runner": "runner",
     "IndexerSettings": "settings",
     "OpenSearchSettings": "settings",
-    "kafka_runner": "worker",
+    "kafka_runner": "kafka.worker",
 }
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 This is the one schema the query side imports. Pure data and pure functions; no I/O.
 
-Text is analysed several ways (see :mod:`backscroll.indexer.os_analysis`):
+Text is analysed several ways (see :mod:`backscroll.indexer.opensearch.analysis`):
 
 * ``text`` — words split on anything that is not a letter, digit or mark, lower-cased and
   ASCII-folded (``Đơn`` → ``don``): the folded field, and the one fuzzy queries run on;
@@ -26,7 +26,7 @@ import hashlib
 from typing import Any, Final, Literal
 
 from backscroll.indexer.fold import CALL_ID_ATTR, FoldEvent
-from backscroll.indexer.os_analysis import analysis_settings
+from backscroll.indexer.opensearch.analysis import analysis_settings
 from backscroll.ingest.wire import EventRecord, HeaderRecord, ReplaceOp, encode_record
 
 __all__ = [
@@ -70,7 +70,7 @@ def watermarks_index(prefix: str) -> str:
 
 def _analysed_text(*, message: bool) -> dict[str, Any]:
     # Every query on these fields is a filter inside ``constant_score`` (the tiers of
-    # backscroll.query.builder), so no score needs norms. Message text keeps them on its main field
+    # backscroll.query.opensearch.body), so no score needs norms. Message text keeps them on its main field
     # (``exists`` on it, the field bonus, reads them) and positions on ``exact`` (the phrase bonus);
     # tool arguments need neither.
     docs_only = {"index_options": "docs", "norms": False}

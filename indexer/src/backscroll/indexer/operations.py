@@ -1,8 +1,8 @@
 """Operator actions on either backend: rebuild the projection, forget a session.
 
 Dead letters are listed and replayed through :class:`~backscroll.indexer.ports.DeadLetters`
-(:class:`~backscroll.indexer.kafka_deadletters.KafkaDeadLetters` or
-:class:`~backscroll.indexer.sqlite_deadletters.SQLiteDeadLetters`). Kafka and OpenSearch are imported
+(:class:`~backscroll.indexer.kafka.deadletters.KafkaDeadLetters` or
+:class:`~backscroll.indexer.sqlite.deadletters.SQLiteDeadLetters`). Kafka and OpenSearch are imported
 only by the functions of that backend.
 """
 
@@ -66,13 +66,13 @@ def rebuild(
     serving; move the read aliases atomically once caught up, then catch up once more.
 
     Nobody reads the new version during the replay, so it runs without periodic refresh or
-    replicas (:func:`~backscroll.indexer.opensearch_load.bulk_load_settings`); both are restored,
+    replicas (:func:`~backscroll.indexer.opensearch.load.bulk_load_settings`); both are restored,
     and the version refreshed, before the aliases move (and when the replay fails). The version is
-    compacted (:meth:`~backscroll.indexer.opensearch_view.OpenSearchView.compact`) before it
+    compacted (:meth:`~backscroll.indexer.opensearch.view.OpenSearchView.compact`) before it
     serves."""
-    from backscroll.indexer.opensearch_load import bulk_load_settings
-    from backscroll.indexer.opensearch_view import OpenSearchView
-    from backscroll.indexer.worker import kafka_runner
+    from backscroll.indexer.kafka.worker import kafka_runner
+    from backscroll.indexer.opensearch.load import bulk_load_settings
+    from backscroll.indexer.opensearch.view import OpenSearchView
 
     started = time.monotonic()
     admin_view = OpenSearchView(opensearch)
@@ -108,7 +108,7 @@ def forget_session(opensearch: OpenSearchSettings, session_id: str) -> int:
 
     The Kafka topic still holds the records until retention removes them (or, on a compacted
     topic, until tombstones for every key are compacted); a rebuild would bring them back until then."""
-    from backscroll.indexer.opensearch_view import OpenSearchView
+    from backscroll.indexer.opensearch.view import OpenSearchView
 
     view = OpenSearchView(opensearch)
     try:
@@ -122,10 +122,10 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
 
     The emptying and the reset of the position are one transaction; readers see an empty (then
     growing) projection until the replay finishes (the embedded backend has no index versions).
-    The projection is compacted (:meth:`~backscroll.indexer.sqlite_view.SQLiteView.compact`) at
+    The projection is compacted (:meth:`~backscroll.indexer.sqlite.view.SQLiteView.compact`) at
     the end."""
-    from backscroll.indexer.embedded import embedded_runner, open_embedded
-    from backscroll.indexer.sqlite_view import clear_projection
+    from backscroll.indexer.sqlite.runner import embedded_runner, open_embedded
+    from backscroll.indexer.sqlite.view import clear_projection
 
     started = time.monotonic()
     conn = open_embedded(Path(path))
@@ -155,8 +155,8 @@ def rebuild_embedded(path: str | os.PathLike[str], *, on_batch: Progress | None 
 def forget_embedded(path: str | os.PathLike[str], session_id: str) -> int:
     """Delete a session's documents from the projection of a SQLite file (the log keeps its rows,
     so a rebuild would bring them back)."""
-    from backscroll.indexer.embedded import open_embedded
-    from backscroll.indexer.sqlite_view import SQLiteView
+    from backscroll.indexer.sqlite.runner import open_embedded
+    from backscroll.indexer.sqlite.view import SQLiteView
 
     conn = open_embedded(Path(path))
     try:

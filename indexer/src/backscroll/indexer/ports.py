@@ -1,8 +1,8 @@
 """The indexer's interfaces: where entries come from, where projections go, where bad records park.
 
 One implementation per backend: :class:`EntrySource` by the Kafka consumer group
-(:mod:`~backscroll.indexer.kafka_source`) and by the SQLite log table
-(:mod:`~backscroll.indexer.sqlite_source`); :class:`SessionView` by OpenSearch and SQLite;
+(:mod:`~backscroll.indexer.kafka.source`) and by the SQLite log table
+(:mod:`~backscroll.indexer.sqlite.source`); :class:`SessionView` by OpenSearch and SQLite;
 :class:`DeadLetters` by the DLQ topic and the ``dead_letters`` table. The
 :class:`~backscroll.indexer.runner.Runner` is written once against them.
 

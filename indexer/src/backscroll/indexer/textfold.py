@@ -91,7 +91,7 @@ def word_class_ranges() -> tuple[Ranges, Ranges, Ranges]:
     character that is not CJK, a CJK one, and those a run of the first kind can start with (a few
     combining marks are of both kinds, and ``WORD_RE`` tries a CJK run first).
 
-    The OpenSearch tokenizers are built from them (:mod:`backscroll.indexer.os_analysis`), so the
+    The OpenSearch tokenizers are built from them (:mod:`backscroll.indexer.opensearch.analysis`), so the
     index splits text exactly as this module does, with this Python's Unicode database. Read off
     the patterns themselves over every code point: about half a second, once per process."""
     every = "".join(map(chr, range(0x110000)))

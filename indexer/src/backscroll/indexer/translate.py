@@ -107,7 +107,7 @@ def opensearch_error(
     """The indexer error for an opensearch-py or urllib3 exception (or a socket error); with
     ``settings``, TLS/login/permission refusals become one-line :class:`ViewAccessDenied`."""
     if settings is not None:
-        from backscroll.indexer.os_security import security_failure
+        from backscroll.indexer.opensearch.security import security_failure
 
         line = security_failure(err, settings)
         if line is not None:
@@ -194,7 +194,7 @@ def kafka_error(
 
     if kafka is not None and isinstance(err, KafkaError):
         from backscroll.ingest.errors import LogAccessDenied
-        from backscroll.ingest.kafka_security import translate
+        from backscroll.ingest.kafka.security import translate
 
         translated = translate(kafka, err, what)
         if isinstance(translated, LogAccessDenied):

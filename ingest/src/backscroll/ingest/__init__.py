@@ -10,7 +10,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from backscroll.ingest.appender import Appender, AppenderStats, get_appender
     from backscroll.ingest.entry_log import EntryLog, LiveView
     from backscroll.ingest.errors import (
         AppenderClosed,
@@ -30,13 +29,14 @@ if TYPE_CHECKING:
         SpoolFull,
         SpoolLocked,
     )
+    from backscroll.ingest.kafka.appender import Appender, AppenderStats, get_appender
+    from backscroll.ingest.kafka.spool.store import Spool, SpoolRecord, open_slot
+    from backscroll.ingest.kafka.topics import dlq_topic, ensure_topics
     from backscroll.ingest.live import LiveEntry, LiveLog
     from backscroll.ingest.records import AppendHandle, LogRecord, Position
     from backscroll.ingest.session import LastSeqLookup, SessionWriter
     from backscroll.ingest.settings import AppenderSettings, KafkaSettings
-    from backscroll.ingest.spool import Spool, SpoolRecord, open_slot
-    from backscroll.ingest.sqlite_log import SQLiteEntryLog
-    from backscroll.ingest.topics import dlq_topic, ensure_topics
+    from backscroll.ingest.sqlite.log import SQLiteEntryLog
     from backscroll.ingest.wire import (
         AppendOp,
         EventRecord,
@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "Appender": "appender",
-    "AppenderStats": "appender",
-    "get_appender": "appender",
+    "Appender": "kafka.appender",
+    "AppenderStats": "kafka.appender",
+    "get_appender": "kafka.appender",
     "EntryLog": "entry_log",
     "LiveView": "entry_log",
     "AppenderClosed": "errors",
@@ -74,16 +74,16 @@ _WHERE = {
     "AppendHandle": "records",
     "LogRecord": "records",
     "Position": "records",
-    "SQLiteEntryLog": "sqlite_log",
+    "SQLiteEntryLog": "sqlite.log",
     "LastSeqLookup": "session",
     "SessionWriter": "session",
     "AppenderSettings": "settings",
     "KafkaSettings": "settings",
-    "Spool": "spool",
-    "SpoolRecord": "spool",
-    "open_slot": "spool",
-    "dlq_topic": "topics",
-    "ensure_topics": "topics",
+    "Spool": "kafka.spool.store",
+    "SpoolRecord": "kafka.spool.store",
+    "open_slot": "kafka.spool.store",
+    "dlq_topic": "kafka.topics",
+    "ensure_topics": "kafka.topics",
     "AppendOp": "wire",
     "EventRecord": "wire",
     "HeaderRecord": "wire",

@@ -1,7 +1,7 @@
 """The entry log interface: what an agent process appends to, whatever the backend.
 
-Two implementations: :class:`~backscroll.ingest.appender.Appender` (a Kafka topic keyed by
-session, acknowledged asynchronously) and :class:`~backscroll.ingest.sqlite_log.SQLiteEntryLog`
+Two implementations: :class:`~backscroll.ingest.kafka.appender.Appender` (a Kafka topic keyed by
+session, acknowledged asynchronously) and :class:`~backscroll.ingest.sqlite.log.SQLiteEntryLog`
 (the ``log`` table of one SQLite file, committed before ``append`` returns). Code that appends
 should be typed against :class:`EntryLog` and never care which one it got.
 """

@@ -5,7 +5,7 @@ The log is the source of truth: ``backscroll export`` streams the stored bytes o
 Both backends:
 
 * SQLite: the ``log`` table in offset order (a session through the ``(session_id, offset)``
-  index); the file is opened read-only (:func:`~backscroll.ingest.sqlite_file.connect` with
+  index); the file is opened read-only (:func:`~backscroll.ingest.sqlite.file.connect` with
   ``create=False``): a missing file is an error, never created;
 * Kafka: a session's records are all on the partition its key hashes to (the producer's default
   partitioner), read from the beginning to the end offset taken when the export starts; a workspace
@@ -73,8 +73,8 @@ class LogExport:
 
 def export_sqlite(path: str | os.PathLike[str], export: LogExport) -> Iterator[LogRecord]:
     """The wanted records of the SQLite log at ``path`` in offset order (read-only open)."""
-    from backscroll.ingest.sqlite_file import connect, translate_sqlite_error
-    from backscroll.ingest.sqlite_log import iter_log
+    from backscroll.ingest.sqlite.file import connect, translate_sqlite_error
+    from backscroll.ingest.sqlite.log import iter_log
 
     target = Path(path).expanduser()
     conn = connect(target, create=False)
@@ -99,7 +99,7 @@ def export_kafka(settings: KafkaSettings, export: LogExport, *, poll_ms: int = 5
     from kafka.errors import KafkaError
     from kafka.partitioner.default import murmur2
 
-    from backscroll.ingest.kafka_errors import translate_kafka_error
+    from backscroll.ingest.kafka.errors import translate_kafka_error
 
     topic = settings.topic
     where = f"Kafka at {settings.bootstrap_servers}"
@@ -131,7 +131,7 @@ def _read_partition(
 ) -> Iterator[LogRecord]:
     from kafka.errors import KafkaError
 
-    from backscroll.ingest.kafka_errors import translate_kafka_error
+    from backscroll.ingest.kafka.errors import translate_kafka_error
 
     what = f"reading {tp.topic}[{tp.partition}] from Kafka at {settings.bootstrap_servers}"
     try:

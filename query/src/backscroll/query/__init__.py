@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from backscroll.query.deadline import AbortSignal
     from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
     from backscroll.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
-    from backscroll.query.opensearch_provider import OpenSearchProvider
+    from backscroll.query.opensearch.provider import OpenSearchProvider
+    from backscroll.query.opensearch.reader import OpenSearchSessionReader
     from backscroll.query.provider import SearchProvider
     from backscroll.query.reads import (
         EventRecordView,
@@ -45,9 +46,8 @@ if TYPE_CHECKING:
     )
     from backscroll.query.render import render_result
     from backscroll.query.scope import Scope
-    from backscroll.query.session_reader import SessionReader
-    from backscroll.query.sqlite_provider import SQLiteProvider
-    from backscroll.query.sqlite_reader import SQLiteSessionReader
+    from backscroll.query.sqlite.provider import SQLiteProvider
+    from backscroll.query.sqlite.reader import SQLiteSessionReader
     from backscroll.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
 
 _WHERE = {
@@ -71,7 +71,7 @@ _WHERE = {
     "ERROR_CODES": "errors",
     "ErrorCode": "errors",
     "SessionQueryError": "errors",
-    "OpenSearchProvider": "opensearch_provider",
+    "OpenSearchProvider": "opensearch.provider",
     "SearchProvider": "provider",
     "EventRecordView": "reads",
     "EventTraceResult": "reads",
@@ -85,9 +85,9 @@ _WHERE = {
     "SurfaceRead": "reads",
     "render_result": "render",
     "Scope": "scope",
-    "SessionReader": "session_reader",
-    "SQLiteProvider": "sqlite_provider",
-    "SQLiteSessionReader": "sqlite_reader",
+    "OpenSearchSessionReader": "opensearch.reader",
+    "SQLiteProvider": "sqlite.provider",
+    "SQLiteSessionReader": "sqlite.reader",
     "TOOL_NAME": "tool",
     "SessionQueryTool": "tool",
     "ToolError": "tool",
@@ -115,6 +115,7 @@ __all__ = [
     "LineageNode",
     "LiveSource",
     "OpenSearchProvider",
+    "OpenSearchSessionReader",
     "ReadEventResult",
     "SQLiteProvider",
     "SQLiteSessionReader",
@@ -128,7 +129,6 @@ __all__ = [
     "SessionQueryRequest",
     "SessionQueryResult",
     "SessionQueryTool",
-    "SessionReader",
     "SessionRecord",
     "SessionStats",
     "SessionTrace",

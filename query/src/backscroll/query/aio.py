@@ -27,8 +27,9 @@ from backscroll.query.contract import SessionQueryRequest, SessionQueryResult
 from backscroll.query.deadline import AbortSignal, Deadline, check_signal
 from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
 from backscroll.query.errors import SessionQueryError
-from backscroll.query.opensearch_access import OpenSearchAccess, translate_opensearch_error
-from backscroll.query.opensearch_provider import SCAN_MAX_ROWS, OpenSearchEngine, opensearch_engine
+from backscroll.query.opensearch.access import OpenSearchAccess, translate_opensearch_error
+from backscroll.query.opensearch.provider import SCAN_MAX_ROWS, OpenSearchEngine, opensearch_engine
+from backscroll.query.opensearch.reader import DEFAULT_PAGE_SIZE, OpenSearchSessionReader
 from backscroll.query.options import (
     OpenSearchProviderOptions,
     OpenSearchReaderOptions,
@@ -36,8 +37,6 @@ from backscroll.query.options import (
     SQLiteProviderOptions,
 )
 from backscroll.query.provider import EngineStep, ProviderCore, advance
-from backscroll.query.read_flow import ReadFlow, ReadStep, advance_read
-from backscroll.query.reader_base import ReaderBase
 from backscroll.query.reads import (
     EventRecordView,
     EventTraceResult,
@@ -46,9 +45,10 @@ from backscroll.query.reads import (
     SessionTrace,
     SurfaceRead,
 )
+from backscroll.query.reads.flow import ReadFlow, ReadStep, advance_read
+from backscroll.query.reads.reader import ReaderBase
 from backscroll.query.scope import Scope
-from backscroll.query.session_reader import DEFAULT_PAGE_SIZE, SessionReader
-from backscroll.query.sqlite_provider import sqlite_engine
+from backscroll.query.sqlite.provider import sqlite_engine
 
 if TYPE_CHECKING:
     from opensearchpy import AsyncOpenSearch
@@ -98,7 +98,7 @@ class ThreadedEngine:
 
 class AsyncOpenSearchEngine:
     """The OpenSearch engine on an ``AsyncOpenSearch`` client: the requests and the parsing of the
-    answers are :class:`~backscroll.query.opensearch_provider.OpenSearchEngine`'s."""
+    answers are :class:`~backscroll.query.opensearch.provider.OpenSearchEngine`'s."""
 
     log_topic: str | None = None
 
@@ -151,7 +151,7 @@ def async_client(access: OpenSearchAccess) -> AsyncOpenSearch:
     try:
         from opensearchpy import AsyncOpenSearch
 
-        from backscroll.query.os_json import OrjsonSerializer
+        from backscroll.query.opensearch.serializer import OrjsonSerializer
 
         return AsyncOpenSearch(**access.settings.client_kwargs(), serializer=OrjsonSerializer())
     except ImportError as err:
@@ -207,7 +207,7 @@ class AsyncSearchProvider(ProviderCore):
 
 
 class AsyncSQLiteProvider(AsyncSearchProvider):
-    """:class:`~backscroll.query.sqlite_provider.SQLiteProvider`, awaitable (the engine runs on
+    """:class:`~backscroll.query.sqlite.provider.SQLiteProvider`, awaitable (the engine runs on
     worker threads)."""
 
     def __init__(
@@ -218,7 +218,7 @@ class AsyncSQLiteProvider(AsyncSearchProvider):
 
 
 class AsyncOpenSearchProvider(AsyncSearchProvider):
-    """:class:`~backscroll.query.opensearch_provider.OpenSearchProvider` on ``AsyncOpenSearch``
+    """:class:`~backscroll.query.opensearch.provider.OpenSearchProvider` on ``AsyncOpenSearch``
     (``async_client``: a ready client; by default one is made from the settings on first use)."""
 
     def __init__(
@@ -256,39 +256,39 @@ class AsyncSessionReader:
     async def alist_sessions(
         self, filters: Sequence[Any] | None = None, *, signal: AbortSignal | None = None
     ) -> tuple[SessionRecord, ...]:
-        """:meth:`~backscroll.query.reader_base.ReaderBase.list_sessions`, awaitable."""
+        """:meth:`~backscroll.query.reads.reader.ReaderBase.list_sessions`, awaitable."""
         return await self._run(lambda r: r.list_sessions_flow(filters), signal)
 
     async def alist_events(
         self, session_id: str, *, signal: AbortSignal | None = None
     ) -> tuple[EventRecordView, ...]:
-        """:meth:`~backscroll.query.reader_base.ReaderBase.list_events`, awaitable."""
+        """:meth:`~backscroll.query.reads.reader.ReaderBase.list_events`, awaitable."""
         return await self._run(lambda r: r.list_events_flow(session_id), signal)
 
     async def afilter_events(
         self, session_id: str, filters: Sequence[Any], *, signal: AbortSignal | None = None
     ) -> tuple[EventRecordView, ...]:
-        """:meth:`~backscroll.query.reader_base.ReaderBase.filter_events`, awaitable."""
+        """:meth:`~backscroll.query.reads.reader.ReaderBase.filter_events`, awaitable."""
         return await self._run(lambda r: r.filter_events_flow(session_id, filters), signal)
 
     async def aread_surface(self, session_id: str, *, signal: AbortSignal | None = None) -> SurfaceRead:
-        """:meth:`~backscroll.query.reader_base.ReaderBase.read_surface`, awaitable."""
+        """:meth:`~backscroll.query.reads.reader.ReaderBase.read_surface`, awaitable."""
         return await self._run(lambda r: r.read_surface_flow(session_id), signal)
 
     async def aread_event(
         self, session_id: str, seq: int, before: int = 0, after: int = 0, *, signal: AbortSignal | None = None
     ) -> ReadEventResult:
-        """:meth:`~backscroll.query.reader_base.ReaderBase.read_event`, awaitable."""
+        """:meth:`~backscroll.query.reads.reader.ReaderBase.read_event`, awaitable."""
         return await self._run(lambda r: r.read_event_flow(session_id, seq, before, after), signal)
 
     async def atrace_session(self, session_id: str, *, signal: AbortSignal | None = None) -> SessionTrace:
-        """:meth:`~backscroll.query.reader_base.ReaderBase.trace_session`, awaitable."""
+        """:meth:`~backscroll.query.reads.reader.ReaderBase.trace_session`, awaitable."""
         return await self._run(lambda r: r.trace_session_flow(session_id), signal)
 
     async def atrace_event(
         self, session_id: str, seq: int, *, signal: AbortSignal | None = None
     ) -> EventTraceResult:
-        """:meth:`~backscroll.query.reader_base.ReaderBase.trace_event`, awaitable."""
+        """:meth:`~backscroll.query.reads.reader.ReaderBase.trace_event`, awaitable."""
         return await self._run(lambda r: r.trace_event_flow(session_id, seq), signal)
 
     @property
@@ -307,15 +307,15 @@ class AsyncSessionReader:
 
 
 class AsyncOpenSearchReader(AsyncSessionReader):
-    """:class:`~backscroll.query.session_reader.SessionReader` on ``AsyncOpenSearch``: the same read
-    flows (validation, live merge, paging, log cache, errors), driven on the loop; each request is
+    """:class:`~backscroll.query.opensearch.reader.OpenSearchSessionReader` on ``AsyncOpenSearch``: the
+    same read flows (validation, live merge, paging, log cache, errors), driven on the loop; each request is
     awaited on the async client with the read's remaining time as its timeout. No worker thread.
 
     ``async_client``: a ready client (closed by :meth:`aclose`); by default one is made from the
-    settings on first use. Other arguments are :class:`SessionReader`'s.
+    settings on first use. Other arguments are :class:`OpenSearchSessionReader`'s.
     """
 
-    reader: SessionReader
+    reader: OpenSearchSessionReader
 
     def __init__(
         self,
@@ -327,7 +327,9 @@ class AsyncOpenSearchReader(AsyncSessionReader):
         cache: bool = True,
         **options: Unpack[OpenSearchReaderOptions],
     ) -> None:
-        super().__init__(SessionReader(scope, settings, page_size=page_size, cache=cache, **options))
+        super().__init__(
+            OpenSearchSessionReader(scope, settings, page_size=page_size, cache=cache, **options)
+        )
         self._client = async_client
 
     @property

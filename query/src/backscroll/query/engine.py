@@ -1,7 +1,7 @@
 """The search-engine port: what the provider core (:mod:`backscroll.query.provider`) needs of a
 backend, and nothing more. One implementation per backend:
-:class:`~backscroll.query.opensearch_provider.OpenSearchEngine` and
-:class:`~backscroll.query.sqlite_provider.SQLiteEngine`.
+:class:`~backscroll.query.opensearch.provider.OpenSearchEngine` and
+:class:`~backscroll.query.sqlite.provider.SQLiteEngine`.
 
 An engine runs a validated :class:`EngineQuery` (the plan, the scope narrowing, the page size and
 the entries earlier pages returned) and answers with engine-neutral :class:`EngineHit`\\ s carrying
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from backscroll.query.builder import QueryPlan
 from backscroll.query.deadline import Deadline
+from backscroll.query.opensearch.body import QueryPlan
 
 __all__ = ["Corpus", "EngineHit", "EnginePage", "EngineQuery", "SearchEngine", "generation_of"]
 

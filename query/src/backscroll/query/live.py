@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from backscroll.query.builder import QueryPlan
 from backscroll.query.contract import SessionMatch
 from backscroll.query.excerpt import excerpt
+from backscroll.query.opensearch.body import QueryPlan
 from backscroll.query.scope import Scope
 from backscroll.query.scoring import score_text
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
     from opensearchpy import OpenSearch
 
-    from backscroll.query.sqlite_access import Connector
+    from backscroll.query.sqlite.access import Connector
 
 __all__ = [
     "OpenSearchProviderOptions",
@@ -36,7 +36,7 @@ class ProviderOptions(TypedDict, total=False):
 
 
 class ReaderOptions(TypedDict, total=False):
-    """:class:`~backscroll.query.reader_base.ReaderBase`'s settings (see its docstring)."""
+    """:class:`~backscroll.query.reads.reader.ReaderBase`'s settings (see its docstring)."""
 
     read_window_max: int
     live: object | None
@@ -57,7 +57,7 @@ class OpenSearchTarget(TypedDict, total=False):
 class OpenSearchProviderOptions(ProviderOptions, OpenSearchTarget, total=False):
     """``scan_max_rows``: a search of sessions holding at most this many entries ranks them in the
     provider instead of running the fuzzy queries on the server (default
-    :data:`~backscroll.query.os_scan.SCAN_MAX_ROWS`; 0: never)."""
+    :data:`~backscroll.query.opensearch.scan.SCAN_MAX_ROWS`; 0: never)."""
 
     scan_max_rows: int
 
@@ -68,7 +68,7 @@ class OpenSearchReaderOptions(ReaderOptions, OpenSearchTarget, total=False):
 
 class SQLiteTarget(TypedDict, total=False):
     """How the embedded database is used, beyond its path: ``catch_up`` runs before each search or
-    read (bounded by its time, see :mod:`backscroll.query.sqlite_access`; closed with the provider
+    read (bounded by its time, see :mod:`backscroll.query.sqlite.access`; closed with the provider
     or reader if it has ``close``); ``connector`` opens the file (tests inject failing drivers)."""
 
     catch_up: Callable[[], object] | None
@@ -78,7 +78,7 @@ class SQLiteTarget(TypedDict, total=False):
 class SQLiteProviderOptions(ProviderOptions, SQLiteTarget, total=False):
     """``max_expansions``: typo candidates kept per query word (default 10,000, a safety valve);
     ``scan_max_rows``: scopes of at most this many entries are scanned instead of looked up in the
-    file-wide indexes (default :data:`~backscroll.query.sqlite_scan.SCAN_MAX_ROWS`; 0: never)."""
+    file-wide indexes (default :data:`~backscroll.query.sqlite.scan.SCAN_MAX_ROWS`; 0: never)."""
 
     max_expansions: int
     scan_max_rows: int

@@ -12,7 +12,6 @@ from typing import Any, Final
 
 from backscroll.indexer.document import DEFAULT_KINDS
 from backscroll.indexer.textfold import QUERY_TOKEN_RE, fold
-from backscroll.query.builder import QueryPlan
 from backscroll.query.contract import (
     DEFAULT_EXCERPT_BYTES,
     DEFAULT_LIMIT,
@@ -22,6 +21,7 @@ from backscroll.query.contract import (
     time_bound,
 )
 from backscroll.query.errors import SessionQueryError
+from backscroll.query.opensearch.body import QueryPlan
 from backscroll.query.scope import Scope
 
 __all__ = [

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from backscroll.query import readings
-from backscroll.query.builder import QueryPlan
 from backscroll.query.config import (
     check_bool,
     check_cursor_key,
@@ -43,6 +42,7 @@ from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEn
 from backscroll.query.errors import SessionQueryError
 from backscroll.query.excerpt import excerpt
 from backscroll.query.live import LiveFeed, live_feed, live_matches, merge_live
+from backscroll.query.opensearch.body import QueryPlan
 from backscroll.query.options import ProviderOptions
 from backscroll.query.plan import excerpt_budget, plan_request
 from backscroll.query.scope import Scope

@@ -36,8 +36,8 @@ from typing import Final
 
 from rapidfuzz.distance import Indel
 
-from backscroll.query.builder import QueryPlan
 from backscroll.query.engine import EngineHit
+from backscroll.query.opensearch.body import QueryPlan
 from backscroll.query.scoring import (
     TIER_EXACT,
     TIER_FUZZY,

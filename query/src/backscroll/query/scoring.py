@@ -3,7 +3,7 @@
 
 A query is split into *words* (:data:`~backscroll.indexer.textfold.QUERY_TOKEN_RE`): plain words,
 identifiers (words joined by ``_ . - :``, kept whole) and CJK runs. Per query word the best tier
-counts (spec D2, D3; the OpenSearch body in :mod:`backscroll.query.builder` gives the same tiers):
+counts (spec D2, D3; the OpenSearch body in :mod:`backscroll.query.opensearch.body` gives the same tiers):
 
 ========  ====================================================================================
 8 exact   the word as a token, case-insensitive with its accents (an identifier typed in ASCII

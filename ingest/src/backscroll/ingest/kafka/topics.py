@@ -1,0 +1,72 @@
+"""Create the session topic and its dead-letter topic when they are missing."""
+
+from __future__ import annotations
+
+import contextlib
+
+from kafka import KafkaAdminClient
+from kafka.errors import AuthorizationError, KafkaError, TopicAlreadyExistsError
+
+from backscroll.ingest.errors import LogAccessDenied
+from backscroll.ingest.kafka.errors import translate_kafka_error
+from backscroll.ingest.kafka.security import translate
+from backscroll.ingest.settings import KafkaSettings
+from backscroll.ingest.wire import MAX_RECORD_BYTES
+
+__all__ = ["dlq_topic", "ensure_topics"]
+
+
+def dlq_topic(topic: str) -> str:
+    return f"{topic}.dlq"
+
+
+def ensure_topics(settings: KafkaSettings) -> None:
+    """Create ``topic`` and ``topic.dlq`` with backscroll's settings; existing topics are left alone.
+
+    Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization, invalid topic)."""
+    try:
+        admin = KafkaAdminClient(**settings.client_config())
+    except KafkaError as err:
+        raise translate(settings, err, "connect") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
+    try:
+        existing = set(admin.list_topics())
+        wanted = {
+            settings.topic: settings.partitions,
+            dlq_topic(settings.topic): 1,
+        }
+        missing = {
+            name: {
+                "num_partitions": parts,
+                "replication_factor": -1,
+                "configs": {
+                    "max.message.bytes": str(MAX_RECORD_BYTES + 1024 * 1024),
+                    "retention.ms": str(settings.retention_ms),
+                },
+            }
+            for name, parts in wanted.items()
+            if name not in existing
+        }
+        if missing:
+            try:
+                with contextlib.suppress(TopicAlreadyExistsError):
+                    admin.create_topics(missing, wait_for_metadata=True)
+            except AuthorizationError as err:
+                # least privilege: components may not create topics; they exist if the operator
+                # made them (a principal sees only the topics it has an ACL on)
+                if settings.topic not in existing:
+                    raise LogAccessDenied(
+                        f"Kafka {settings.bootstrap_servers}: topic {settings.topic} is missing or not "
+                        f"visible to principal {settings.sasl_username!r}, which may not create it "
+                        f"({type(err).__name__})"
+                    ) from None
+    except LogAccessDenied:
+        raise
+    except KafkaError as err:
+        raise translate(settings, err, "create topics") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot create topics on {settings.bootstrap_servers}") from err
+    finally:
+        with contextlib.suppress(KafkaError, OSError):
+            admin.close()
