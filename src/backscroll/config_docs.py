@@ -50,7 +50,7 @@ TARGETS: Final = ("README.md", "docs/configuration.md")
 #: The example environment file, generated whole.
 ENV_EXAMPLE: Final = "deploy/env.example"
 #: Optional module of the embedded backend; its settings models are listed when it exists.
-BACKEND_MODULE: Final = "backscroll.backend"
+BACKEND_MODULE: Final = "backscroll.backends"
 
 #: Used only for fields whose model gives no ``description`` (a description in the model wins).
 _FALLBACK_DESCRIPTIONS: Final[dict[str, str]] = {

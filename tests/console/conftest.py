@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from backscroll.backend import Backend
+from backscroll.backends import Backend, EmbeddedBackend
 from backscroll.console.app import create_app
 from backscroll.console.settings import Grants
 from backscroll.console.source import ConsoleSource
@@ -156,7 +156,7 @@ def live_console(backend: Backend, token_grants: Grants, *, writes: bool = False
 def embedded(path: Path) -> Backend:
     from dataclasses import replace
 
-    return replace(Backend.embedded(path), cursor_key=CURSOR_KEY)
+    return replace(EmbeddedBackend(path), cursor_key=CURSOR_KEY)
 
 
 def chromium_paths() -> tuple[str, str] | None:

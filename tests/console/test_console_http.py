@@ -177,7 +177,7 @@ def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Pat
 
     from tests.console.conftest import corpus_records
 
-    from backscroll.backend import Backend
+    from backscroll.backends import EmbeddedBackend
     from backscroll.indexer.sqlite.runner import embedded_runner
     from backscroll.ingest.sqlite.log import SQLiteEntryLog
 
@@ -191,7 +191,7 @@ def test_health_on_embedded_shows_pending_entries_and_dead_letters(tmp_path: Pat
         indexer.run(until_idle=True)
     with SQLiteEntryLog(path) as log:
         log.append_many(records[-2:])  # appended, not yet projected
-    backend = replace(Backend.embedded(path, index_on_search=False), cursor_key=b"k" * 32)
+    backend = replace(EmbeddedBackend(path, index_on_search=False), cursor_key=b"k" * 32)
     with live_console(backend, grants()) as url:
         full = call(url + "/health", token=FULL_TOKEN).body
         assert 'id="total-lag">2<' in full and 'id="freshness">current<' not in full

@@ -161,14 +161,14 @@ def test_an_expired_catalog_is_served_while_one_background_load_replaces_it(
     source = ConsoleSource(embedded(corpus_path), catalog_ttl_s=1.0)
     loads: list[str] = []
     release = threading.Event()
-    real = source._embedded_catalog
+    real = source._read_catalog
 
     def slow() -> Any:
         loads.append(threading.current_thread().name)
         release.wait(10)
         return real()
 
-    monkeypatch.setattr(source, "_embedded_catalog", slow)
+    monkeypatch.setattr(source, "_read_catalog", slow)
     try:
         release.set()
         first = source.workspaces()

@@ -2,12 +2,16 @@
 
 Every suite takes ``harness`` (a fresh, empty pipeline) or ``loaded`` (a module-wide pipeline holding
 :mod:`tests.contracts.corpus`), parametrized over :data:`BACKENDS`. Both harnesses build their log,
-indexer and providers through :class:`backscroll.backend.Backend`, the factories the CLI uses:
+indexer and providers through :class:`backscroll.backends.Backend`, the factories the CLI uses:
 
 * ``embedded`` — a SQLite file in a temporary directory (always runs);
 * ``kafka-opensearch`` — a topic, index prefix and consumer group of its own on the servers of
   ``backscroll up`` (``tests/integration/conftest.py``'s ``Pipeline``); skipped when they are not
   reachable, failed instead with ``BACKSCROLL_REQUIRE_STACK=1`` (CI).
+
+What differs by backend stays in the harness: a test that needs a fault (a projection out of reach,
+never built or damaged behind the indexer's back) or a backend's knob (paged reads, the settings
+that select it) asks the harness, so the test itself is the same on both.
 """
 
 from __future__ import annotations
@@ -15,17 +19,19 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import sqlite3
 import sys
 import threading
 from collections.abc import Coroutine, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import orjson
 import pytest
 
-from backscroll.backend import Backend
+from backscroll.backends import Backend, EmbeddedBackend, KafkaOpenSearchBackend
 from backscroll.indexer.ports import SessionView
 from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.ingest import EntryLog, Position
@@ -106,6 +112,16 @@ class AsyncReaderFacade:
     def close(self) -> None:
         self._loop.run(self.areader.aclose())
 
+
+class _Untouchable:
+    """An OpenSearch client that fails the test if a reader uses it at all."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"OpenSearch was consulted ({name})")
+
+
+#: Where nothing listens: an OpenSearch that cannot be reached.
+CLOSED_PORT = "http://127.0.0.1:9"
 
 _PARAMS = [
     pytest.param("embedded", id="embedded"),
@@ -193,6 +209,10 @@ class Harness:
     def view(self) -> SessionView:
         raise NotImplementedError
 
+    def settings_env(self) -> dict[str, str]:
+        """The ``BACKSCROLL_`` settings that select this pipeline (for the command line)."""
+        raise NotImplementedError
+
     # -- query ----------------------------------------------------------------------------------
     def provider(self, scope: Scope, **kwargs: Any) -> Any:
         provider: Any
@@ -206,13 +226,46 @@ class Harness:
         return provider
 
     def reader(self, scope: Scope, **kwargs: Any) -> Any:
+        return self._reader(self.backend, scope, **kwargs)
+
+    def _reader(self, backend: Backend, scope: Scope, **kwargs: Any) -> Any:
         reader: Any
         if API["mode"] == "async":
-            reader = AsyncReaderFacade(self.backend.open_async_reader(scope, **kwargs), self._async_loop())
+            reader = AsyncReaderFacade(backend.open_async_reader(scope, **kwargs), self._async_loop())
         else:
-            reader = self.backend.open_reader(scope, **kwargs)
+            reader = backend.open_reader(scope, **kwargs)
         self._closables.append(reader)
         return reader
+
+    # -- faults: what only a test does to a pipeline ---------------------------------------------
+    def unreachable_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        """A reader whose projection cannot be reached (nothing listens there; no such file)."""
+        raise NotImplementedError
+
+    def untouchable_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        """A reader that fails the test if it consults the projection at all."""
+        raise NotImplementedError
+
+    def unprojected_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        """A reader of a projection that was never built (the servers up; a file holding a log)."""
+        raise NotImplementedError
+
+    def paging(self, page_size: int) -> dict[str, Any]:
+        """Reader options that load a log in pages of ``page_size`` events, uncached (none on a
+        backend that loads a log in one query)."""
+        return {}
+
+    def stored_surfaces(self, session_id: str) -> list[tuple[str, int | None]]:
+        """Each projected event's surface state and ``replaced_by`` as the indexer stored them."""
+        raise NotImplementedError
+
+    def drop_event(self, session_id: str, seq: int) -> None:
+        """Delete one projected event behind the indexer's back."""
+        raise NotImplementedError
+
+    def damage_event(self, session_id: str, seq: int, **fields: Any) -> None:
+        """Overwrite fields of one projected event's stored document behind the indexer's back."""
+        raise NotImplementedError
 
     def close(self) -> None:
         for closable in reversed(self._closables):
@@ -231,7 +284,7 @@ class EmbeddedHarness(Harness):
         self.path = directory / "backscroll.db"
         # Catching up on search is the embedded backend's own convenience; the contract indexes
         # explicitly, like the Kafka pipeline has to.
-        self.backend = Backend.embedded(self.path, index_on_search=False)
+        self.backend = EmbeddedBackend(self.path, index_on_search=False)
 
     def send_raw(self, items: list[tuple[bytes | None, bytes | None]]) -> None:
         with SQLiteEntryLog(self.path) as log:
@@ -244,6 +297,45 @@ class EmbeddedHarness(Harness):
         self._closables.append(view)
         return view
 
+    def settings_env(self) -> dict[str, str]:
+        return {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(self.path)}
+
+    def unreachable_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        nowhere = EmbeddedBackend(self.path.parent / "no-such-file.db", index_on_search=False)
+        return self._reader(nowhere, scope, **kwargs)
+
+    def untouchable_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        def connect(path: Path, timeout: float) -> sqlite3.Connection:
+            raise AssertionError(f"the projection was consulted ({path})")
+
+        return self.reader(scope, connector=connect, **kwargs)
+
+    def unprojected_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        unindexed = EmbeddedBackend(self.path.parent / "log-only.db", index_on_search=False)
+        with unindexed.open_log() as log:
+            header = {"v": 1, "kind": "header", "workspace_id": "w", "session_id": "s",
+                      "created_at": "2026-11-01T00:00:00Z"}  # fmt: skip
+            log.append(header).result(timeout=30)
+        return self._reader(unindexed, scope, **kwargs)
+
+    def stored_surfaces(self, session_id: str) -> list[tuple[str, int | None]]:
+        with closing(sqlite3.connect(self.path)) as conn:
+            rows = conn.execute(
+                "SELECT surface_state, doc FROM events WHERE session_id = ? ORDER BY seq", [session_id]
+            ).fetchall()
+        return [(state, orjson.loads(doc).get("replaced_by")) for state, doc in rows]
+
+    def drop_event(self, session_id: str, seq: int) -> None:
+        with closing(sqlite3.connect(self.path)) as conn, conn:  # closed; committed first
+            conn.execute("DELETE FROM events WHERE session_id = ? AND seq = ?", [session_id, seq])
+
+    def damage_event(self, session_id: str, seq: int, **fields: Any) -> None:
+        with closing(sqlite3.connect(self.path)) as conn, conn:  # closed; committed first
+            where = "WHERE session_id = ? AND seq = ?"
+            (doc,) = conn.execute(f"SELECT doc FROM events {where}", [session_id, seq]).fetchone()
+            damaged = orjson.dumps({**orjson.loads(doc), **fields})
+            conn.execute(f"UPDATE events SET doc = ? {where}", [damaged, session_id, seq])
+
 
 class StackHarness(Harness):
     name = "kafka-opensearch"
@@ -251,7 +343,7 @@ class StackHarness(Harness):
     def __init__(self, pipeline: Any) -> None:
         super().__init__()
         self.pipeline = pipeline
-        self.backend = Backend.kafka_opensearch(pipeline.kafka, pipeline.opensearch, pipeline.indexer)
+        self.backend = KafkaOpenSearchBackend(pipeline.kafka, pipeline.opensearch, pipeline.indexer)
 
     def send_raw(self, items: list[tuple[bytes | None, bytes | None]]) -> None:
         from kafka import KafkaProducer
@@ -268,6 +360,52 @@ class StackHarness(Harness):
         view: SessionView = self.pipeline.view()
         view.ensure_schema()
         return view
+
+    def settings_env(self) -> dict[str, str]:
+        return {
+            "BACKSCROLL_BACKEND": "kafka-opensearch",
+            "BACKSCROLL_KAFKA_TOPIC": self.pipeline.kafka.topic,
+            "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": self.pipeline.opensearch.index_prefix,
+            "BACKSCROLL_INDEXER_GROUP_ID": self.pipeline.indexer.group_id,
+        }
+
+    def unreachable_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        return self.reader(scope, hosts=CLOSED_PORT, **kwargs)
+
+    def untouchable_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        clients = {"client": _Untouchable()}
+        if API["mode"] == "async":
+            clients["async_client"] = _Untouchable()
+        return self.reader(scope, **clients, **kwargs)
+
+    def unprojected_reader(self, scope: Scope, **kwargs: Any) -> Any:
+        return self.reader(
+            scope, index_prefix=f"{self.pipeline.opensearch.index_prefix}-never-built", **kwargs
+        )
+
+    def paging(self, page_size: int) -> dict[str, Any]:
+        return {"page_size": page_size, "cache": False}
+
+    def _events(self) -> tuple[Any, str]:
+        from backscroll.indexer.document import events_alias
+
+        return self.pipeline.view().client, events_alias(self.pipeline.opensearch.index_prefix)
+
+    def stored_surfaces(self, session_id: str) -> list[tuple[str, int | None]]:
+        client, index = self._events()
+        body = {"size": 10_000, "query": {"term": {"session_id": session_id}}, "sort": [{"seq": "asc"}]}
+        hits = client.search(index=index, routing=session_id, body=body)["hits"]["hits"]
+        return [(hit["_source"]["surface_state"], hit["_source"].get("replaced_by")) for hit in hits]
+
+    def drop_event(self, session_id: str, seq: int) -> None:
+        client, index = self._events()
+        client.delete(index=index, id=f"{session_id}:{seq}", routing=session_id, refresh=True)
+
+    def damage_event(self, session_id: str, seq: int, **fields: Any) -> None:
+        client, index = self._events()
+        doc_id = f"{session_id}:{seq}"
+        source = client.get(index=index, id=doc_id, routing=session_id)["_source"]
+        client.index(index=index, id=doc_id, routing=session_id, body={**source, **fields}, refresh=True)
 
 
 @contextmanager

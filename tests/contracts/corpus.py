@@ -140,7 +140,7 @@ def records() -> list[dict[str, Any]]:
 
 
 def searchable(record: dict[str, Any]) -> bool:
-    """What the default kinds search (D8): message-bearing types with text, not the search tool's."""
+    """What the default kinds search: message-bearing types with text, not the search tool's."""
     return (
         record["kind"] == "event"
         and record["type"] in DEFAULT_KINDS

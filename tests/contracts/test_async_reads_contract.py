@@ -1,8 +1,8 @@
 """The asyncio reader's own contract on every backend (the reads contract already runs each of its
 assertions through the asyncio API too): many reads awaited at once answer exactly what the
 synchronous reader answers, errors included, and the loop is never blocked — on OpenSearch no
-thread is used at all (the default executor refuses work), on the embedded backend every read runs
-on a worker thread (the default executor sees each one)."""
+thread is used at all (the default executor refuses work), on the embedded backend each engine call
+of every read runs on a worker thread (the default executor sees each one)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from backscroll.query import Scope, SessionQueryError
-from backscroll.query.aio import AsyncSessionReader
+from backscroll.query.reads.async_reader import AsyncSessionReader
 
 from .conftest import _PARAMS, Harness, make_harness
 from .test_reads_contract import EVENT_COUNT, RECORDS
@@ -108,4 +108,6 @@ def test_concurrent_async_reads_answer_what_the_sync_reads_answer(areads: Harnes
     results, submitted = asyncio.run(run())
     assert results == expected * 3
     if areads.name == "embedded":
-        assert submitted == 3 * len(READS)  # each read ran off the loop, on a worker thread
+        # each engine call of each read ran off the loop, on a worker thread (a read of a window
+        # asks for the log, then for the texts it returns: two)
+        assert submitted >= 3 * len(READS)

@@ -1,4 +1,4 @@
-"""The hostile-input suite (issue 13): every entry point, on both backends, under generated input.
+"""The hostile-input suite: every entry point, on both backends, under generated input.
 
 Entry points: the wire decoder, the entry log (``append``), the search provider, the session
 reader, the three model-tool adapters and the CLI commands. Inputs are generated (hypothesis,
@@ -31,12 +31,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from backscroll.backends import EmbeddedBackend, KafkaOpenSearchBackend
 from backscroll.cli.main import app
 from backscroll.cli.output import EXIT_FAILED, EXIT_USAGE, USAGE_QUERY_CODES
 from backscroll.ingest import RecordRejected
 from backscroll.ingest.wire import decode_record, parse_record
 from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
-from backscroll.query.tool import SessionQueryTool, ToolError
+from backscroll.query.tools import SessionQueryTool, ToolError
 
 from .conftest import _PARAMS, Harness, make_harness
 
@@ -127,10 +128,10 @@ class World:
 
 
 def _cli_env(harness: Harness, directory: Path) -> dict[str, str]:
-    if harness.name == "embedded":
-        return {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(harness.backend.sqlite_path)}
     backend = harness.backend
-    assert backend.kafka is not None and backend.opensearch is not None and backend.indexer is not None
+    if isinstance(backend, EmbeddedBackend):
+        return {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(backend.sqlite_path)}
+    assert isinstance(backend, KafkaOpenSearchBackend)
     return {
         "BACKSCROLL_BACKEND": "kafka-opensearch",
         "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": backend.kafka.bootstrap_servers,
@@ -338,7 +339,7 @@ def _seeded_hostile(rng: random.Random) -> list[Any]:
 @st.composite
 def _requests(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 4)) == 0:
-        # Wrongly typed fields (issue 13 item 5): must be SessionQueryError, never coerced.
+        # Wrongly typed fields: must be SessionQueryError, never coerced.
         name = draw(st.sampled_from(["query", "limit", "excerpt_bytes", "kinds", "session_id"]))
         return {name: draw(st.sampled_from([None, True, 2.5, 1.0, "10", [1], {"a": 1}, b"x", 10**30]))}
     return {
@@ -374,7 +375,7 @@ def test_search_raises_only_typed_errors_and_stays_in_scope(
         assert err.code.startswith("SESSION_QUERY_")
         return
     except (ValidationError, TypeError) as err:
-        # Issue 13 item 5 (the query-core helper's fix): a wrongly typed request field escapes as
+        # A known gap until the query core is fixed: a wrongly typed request field escapes as
         # a pydantic/TypeError instead of INVALID_QUERY/INVALID_LIMIT.
         _GAPS.setdefault(id(world), []).append(f"request {fields!r:.60}: {type(err).__name__}")
         return
@@ -496,7 +497,7 @@ def test_tool_adapters_answer_every_call(
         assert adapter in ("run", "set-run") and str(err)
         return
     except Exception as err:
-        # Issue 13 item 2: an adapter must answer every call (the tools helper's fix).
+        # A known gap until the tools are fixed: an adapter must answer every call.
         _GAPS.setdefault(id(world), []).append(
             f"tool {adapter}({arguments!r:.60}): {type(err).__name__}: {err}"
         )
@@ -506,8 +507,8 @@ def test_tool_adapters_answer_every_call(
 
 
 def test_no_known_gaps_were_met(world: World) -> None:
-    """Reports the inputs that met an open defect of issue 13 (item 2: tool adapters crash on a
-    non-object argument; item 5: a wrongly typed request field is not a SessionQueryError). Runs
+    """Reports the inputs that met a known open defect (tool adapters crash on a non-object
+    argument; a wrongly typed request field is not a SessionQueryError). Runs
     after the generated tests of its backend (file order); an xfail lists them until fixed."""
     gaps = _GAPS.get(id(world), [])
     if gaps:

@@ -59,6 +59,15 @@ def test_indexing_twice_changes_nothing(harness: Harness) -> None:
     assert [m.seq for m in result.matches] == [3, 2, 1, 0]
 
 
+HEADER = {
+    "v": 1,
+    "kind": "header",
+    "workspace_id": "ws-f",
+    "session_id": "bad-1",
+    "created_at": "2026-11-02T00:00:00Z",
+}
+
+
 def _bad_records() -> list[tuple[str, bytes | None, bytes | None, str]]:
     good = _event("bad-1", 0)
 
@@ -75,9 +84,16 @@ def _bad_records() -> list[tuple[str, bytes | None, bytes | None, str]]:
         ("unknown kind", b"bad-1", mutate(kind="snapshot"), "kind"),
         ("missing seq", b"bad-1", mutate(seq=...), "seq"),
         ("seq is a string", b"bad-1", mutate(seq="7"), "seq"),
+        ("negative seq", b"bad-1", mutate(seq=-1), "seq"),
         ("time without offset", b"bad-1", mutate(time="2026-11-02T00:00:00"), "time"),
+        ("bad session id", b"bad 1", mutate(session_id="bad 1"), "session_id"),
+        ("id too long", b"x" * 129, mutate(session_id="x" * 129), "session_id"),
+        ("surface missing on a message", b"bad-1", mutate(surface=...), "surface"),
         ("surface on turn/start", b"bad-1", mutate(type="turn/start"), "surface"),
         ("unknown field", b"bad-1", mutate(colour="red"), "colour"),
+        ("text over 1 MiB", b"bad-1", mutate(text="x" * (1024 * 1024 + 1)), "text"),
+        ("header with event fields", b"bad-1", orjson.dumps({**HEADER, "seq": 3}), "seq"),
+        ("oversized record", b"bad-1", b'{"v":1,"pad":"' + b"y" * (3 * 1024 * 1024 + 10) + b'"}', "record"),
         ("key is not the session", b"other", mutate(), "key"),
         ("no key", None, mutate(), "key"),
     ]
@@ -97,11 +113,12 @@ def test_invalid_records_are_dead_lettered_and_good_ones_indexed(harness: Harnes
     assert stats.dead_lettered == len(bad)
     letters = harness.dead_letters()
     assert len(letters) == len(bad)
-    by_content = {(e["key"], e["value"]): e for e in letters}
+    # A letter keeps a value of up to 2 MiB; a longer one only by its size.
+    by_content = {(e["key"], e["value_bytes"] if e["value_truncated"] else e["value"]): e for e in letters}
     for why, key, value, field in bad:
-        letter = by_content[(key, value)]
+        letter = by_content[(key, value if value is None or len(value) <= 2 * 1024 * 1024 else len(value))]
         assert letter["error_class"] == "invalid_record", why
         assert letter["field"] == field, (why, letter["reason"])
-        assert letter["offset"] >= 0 and letter["partition"] >= 0
+        assert letter["offset"] >= 0 and letter["partition"] >= 0 and letter["indexer_version"]
     result = harness.provider(Scope.session("good-1")).search(SessionQueryRequest(query="", limit=50))
     assert result.searched == len(goods)

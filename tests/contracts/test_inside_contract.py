@@ -1,5 +1,5 @@
 """A typo's reading found inside longer words, on every backend and both search paths: ``pilxed``
-is read as ``piled``, and ``compiled`` holds it too (issue 14, the ``typo1_insert`` variant)."""
+is read as ``piled``, and ``compiled`` holds it too (the benchmark's ``typo1_insert`` variant)."""
 
 from __future__ import annotations
 

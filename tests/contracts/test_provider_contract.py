@@ -65,7 +65,7 @@ def test_fresh_pipeline_round_trip_then_cursor_goes_stale(harness: Harness) -> N
 def test_own_appends_are_searchable_before_and_after_indexing(harness: Harness) -> None:
     """Read-your-writes on both backends: a provider built with this process's entry log merges
     what the index does not show yet, then hands over to the index without duplicates."""
-    _, sid = corpus.session(0)
+    ws, sid = corpus.session(0)
     harness.append_all([corpus.event(0, 0, "an older note about the staging cluster")])
     harness.index()
     log = harness.log()
@@ -78,6 +78,8 @@ def test_own_appends_are_searchable_before_and_after_indexing(harness: Harness) 
     later = corpus.BASE + timedelta(seconds=2)  # the live entry's time is BASE + 1 s
     assert session.search(SessionQueryRequest(query="zurich forcast", since=later)).matches == ()
     assert [m.seq for m in session.search(SessionQueryRequest(query="")).matches] == [1, 0]
+    workspace = harness.provider(Scope.workspace(ws), live=log)
+    assert [m.seq for m in workspace.search(SessionQueryRequest(query="")).matches] == [1, 0]
     assert other.search(SessionQueryRequest(query="zurich")).matches == ()  # never another scope
     harness.index()  # the indexer's position passes the entry: it is released
     after = session.search(SessionQueryRequest(query="zurich forcast"))

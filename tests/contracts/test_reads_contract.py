@@ -1,6 +1,7 @@
 """The reads contract: what a session reader (``Backend.open_reader``) returns and refuses, identical
-on every backend — listings, windows, surfaces after a compaction, event and session traces,
-surface-invalid logs, scope isolation and detached results (spec 3.5–3.8, scenarios 31–49)."""
+on every backend — listings, windows, surfaces after a compaction (as the indexer stored them),
+event and session traces (cycles and deep chains too), long logs in any page size, surface-invalid
+and gapped logs, reads that follow the projection, scope isolation and detached results."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from backscroll.backend import Backend
+from backscroll.backends import EmbeddedBackend
 from backscroll.query import (
     AbortSignal,
     OpenSearchSessionReader,
@@ -19,11 +21,14 @@ from backscroll.query import (
     SessionQueryError,
     SQLiteSessionReader,
 )
-from backscroll.query.aio import AsyncOpenSearchReader, AsyncSessionReader
+from backscroll.query.opensearch.async_reader import AsyncOpenSearchReader
+from backscroll.query.reads.async_reader import AsyncSessionReader
 
 from .conftest import _PARAMS, Harness, make_harness
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
+#: Sessions in the lineage chain of ``ws-deep``: more than a page of session listings.
+DEEP = 3000
 ELIGIBLE = ("user/message", "assistant/message", "tool/result")
 AUTO: Any = object()
 
@@ -80,11 +85,6 @@ RECORDS = [
         ("step/start",), ("assistant/message", "final", R(4, 4), [2, 4]),
     ]),
     hdr("ws-r", "empty", 7),
-    # Wire-valid, surface-invalid: a replace ending past the surface, one starting off it.
-    *session("ws-bad", "bad-endoff", 1, [("user/message", "a"), ("user/message", "b", R(0, 5), [0])]),
-    *session("ws-bad", "bad-startoff", 2, [
-        ("turn/start",), ("user/message", "a"), ("user/message", "b", R(0, 1), [0, 1]),
-    ]),
     *session("ws-other", "foreign", 0, [("user/message", "elsewhere")]),
     hdr("ws-lin", "root", 0), hdr("ws-lin", "parent", 1, parent_session_id="root"),
     hdr("ws-lin", "target", 2, parent_session_id="parent"), hdr("ws-lin", "b", 4, parent_session_id="target"),
@@ -92,8 +92,66 @@ RECORDS = [
     hdr("ws-lin", "grandchild", 5, parent_session_id="a"),
     hdr("ws-lin", "partial", 1, parent_session_id="outside"),
     hdr("ws-lin", "T", 3, parent_session_id="P"), hdr("ws-lin", "P", 2, parent_session_id="G"),
+    hdr("ws-lin", "cyc-a", 1, parent_session_id="cyc-b"),
+    hdr("ws-lin", "cyc-b", 1, parent_session_id="cyc-a"),
+    hdr("ws-lin", "cyc-c", 1, parent_session_id="cyc-c"),
+    # Surface classification: a turn's bookkeeping, a streamed chunk, an answer replacing the question.
+    *session("ws-fold", "s43", 2, [
+        ("turn/start",), ("step/start",), ("user/message", "question"), ("assistant/chunk", "partial"),
+        ("assistant/message", "answer", R(2, 2), [2]),
+    ]),
+    *session("ws-fold", "s46", 4, [("assistant/message", "empty stream", AUTO, [])]),
+    # Forty messages, every fifth replacing the one before: longer than a page of a paged backend.
+    *session("ws-fold", "long", 6, [
+        ("user/message", f"message {i}", R(i - 1, i - 1) if i % 5 == 0 and i else AUTO,
+         [i - 1] if i % 5 == 0 and i else AUTO) for i in range(40)
+    ]),
+    # A chain of sessions, each the parent of the next.
+    *(hdr("ws-deep", f"deep-{i}", 0, **({"parent_session_id": f"deep-{i - 1}"} if i else {}))
+      for i in range(DEEP)),
 ]  # fmt: skip
+
+#: Surface-invalid but wire-valid: these reach the projection and only the fold rejects them.
+INVALID_VALID_WIRE: dict[str, list[tuple[Any, ...]]] = {
+    "bad-endoff": [("user/message", "a"), ("user/message", "b", R(0, 5), [0])],
+    "bad-startoff": [("turn/start",), ("user/message", "a"), ("user/message", "b", R(0, 1), [0, 1])],
+    "bad-srcnonsurface": [("user/message", "a"), ("turn/end", "", None, [0])],
+    "bad-emptysrc": [("user/message", "a"), ("user/message", "b", AUTO, [])],
+    "bad-dupsrc": [("user/message", "a"), ("user/message", "b"), ("user/message", "c", AUTO, [0, 1, 0])],
+    "bad-latesrc": [("user/message", "a"), ("user/message", "b", AUTO, [0, 7])],
+    "bad-omit": [("user/message", "a"), ("user/message", "b"), ("user/message", "c"),
+                 ("assistant/message", "d", R(0, 2), [0, 2])],
+    "bad-order": [("user/message", "a"), ("user/message", "b"), ("user/message", "c", R(1, 0), [0, 1])],
+    "bad-toolspan": [("tool/result", "r0", AUTO, AUTO, {"tool_name": "t", "attrs": {"call_id": "x"}}),
+                     ("tool/result", "r1", AUTO, AUTO, {"tool_name": "t", "attrs": {"call_id": "y"}}),
+                     ("tool/result", "r2", R(0, 1), [0, 1], {"tool_name": "t", "attrs": {"call_id": "x"}})],
+    "bad-toolchange": [("tool/result", "r0", AUTO, AUTO, {"tool_name": "grep", "attrs": {"call_id": "x"}}),
+                       ("tool/result", "r1", R(0, 0), [0], {"tool_name": "sed", "attrs": {"call_id": "x"}})],
+}  # fmt: skip
+#: Surface-invalid and refused by the wire format: seq 1 of each is written raw and dead-lettered,
+#: leaving a gap between the valid seqs 0 and 2 (``bad-gap`` has the gap without a dead letter).
+INVALID_RAW: dict[str, dict[str, Any]] = {
+    "bad-nosurface": {"type": "user/message", "text": "no marker"},
+    "bad-turnsurface": {"type": "turn/start", "surface": {"op": "append"}},
+    "bad-negsource": {"type": "user/message", "text": "neg", "surface": {"op": "append"}, "sources": [-1]},
+}
+GAPPED = [*INVALID_RAW, "bad-gap"]
+for _sid, _events in INVALID_VALID_WIRE.items():
+    RECORDS += session("ws-bad", _sid, 1, _events)
+for _sid in GAPPED:
+    _header, _zero, _, _two = session("ws-bad", _sid, 2, [("user/message", "zero")] * 3)
+    RECORDS += [_header, _zero, _two]
 EVENT_COUNT = sum(1 for r in RECORDS if r["kind"] == "event")
+
+
+def _raw_invalid() -> list[tuple[bytes | None, bytes | None]]:
+    """Seq 1 of each :data:`INVALID_RAW` session, as a foreign client could write it."""
+    out: list[tuple[bytes | None, bytes | None]] = []
+    for sid, fields in INVALID_RAW.items():
+        record = {"v": 1, "kind": "event", "workspace_id": "ws-bad", "session_id": sid, "seq": 1,
+                  "time": (T0 + timedelta(hours=2, seconds=1)).isoformat(), **fields}  # fmt: skip
+        out.append((sid.encode(), orjson.dumps(record)))
+    return out
 
 
 @pytest.fixture(scope="module", params=_PARAMS)
@@ -101,8 +159,9 @@ def reads(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     """A pipeline holding :data:`RECORDS`, appended and indexed (shared by this module's tests)."""
     with make_harness(request.param, tmp_path_factory.mktemp(f"reads-{request.param}")) as made:
         made.append_all(RECORDS)
+        made.send_raw(_raw_invalid())
         stats = made.index()
-        assert (stats.indexed, stats.dead_lettered) == (EVENT_COUNT, 0)
+        assert (stats.indexed, stats.dead_lettered) == (EVENT_COUNT, len(INVALID_RAW))
         yield made
 
 
@@ -209,6 +268,64 @@ def test_read_surface_after_a_compaction(reads: Harness) -> None:
     assert r.list_events("empty") == ()
 
 
+def test_surface_classification(reads: Harness) -> None:
+    r = reader(reads, "ws-fold")
+    events = r.list_events("s43")
+    assert [e.surface for e in events] == ["log-only", "log-only", "shadowed", "log-only", "current"]
+    assert events[2].replaced_by == 4 and events[4].sources == (2,)
+    assert (events[4].surface_op, events[4].replace_start, events[4].replace_end) == ("replace", 2, 2)
+    (cites_nothing,) = r.list_events("s46")  # an answer may cite an empty stream
+    assert (cites_nothing.surface, cites_nothing.sources) == ("current", ())
+
+
+def test_the_readers_fold_agrees_with_the_indexers(reads: Harness) -> None:
+    """The indexer stored each event's surface state as it went; the reader folds the whole log."""
+    for workspace, sid in (("ws-fold", "s43"), ("ws-r", "s44"), ("ws-fold", "s46"), ("ws-r", "s47")):
+        folded = [(e.surface, e.replaced_by) for e in reader(reads, workspace).list_events(sid)]
+        assert folded == reads.stored_surfaces(sid), sid
+    long = [(e.surface, e.replaced_by) for e in reader(reads, "ws-fold").list_events("long")]
+    assert long == reads.stored_surfaces("long")
+
+
+def test_a_long_log_reads_the_same_in_any_page_size(reads: Harness) -> None:
+    r = reader(reads, "ws-fold", **reads.paging(7))
+    events = r.list_events("long")
+    assert [e.seq for e in events] == list(range(40))
+    assert events == reader(reads, "ws-fold").list_events("long")
+    surface = r.read_surface("long")
+    assert [e.text for e in surface.events] == [f"message {i}" for i in range(40) if i % 5 != 4 or i == 39]
+    for page_size in (3, 7, 39, 40, 41):  # every read loads the whole log when nothing is cached
+        uncached = reader(reads, "ws-fold", **reads.paging(page_size))
+        assert uncached.read_surface("long") == surface
+        assert uncached.list_events("long") == events
+    assert r.trace_event("long", 4).replacement_chain == (5,)
+    assert r.read_event("long", 20, before=10, after=10).start_seq == 10
+
+
+def test_reads_follow_the_projection(harness: Harness) -> None:
+    grow = session("ws-grow", "grow", 0, [("user/message", "g0"), ("assistant/message", "g1"),
+                                          ("user/message", "g2")])  # fmt: skip
+    harness.append_all(grow)
+    harness.index()
+    r = reader(harness, "ws-grow")
+    assert r.read_surface("grow").captured_through_seq == 2
+    assert r.trace_event("grow", 1).replaced_by is None  # a backend may keep the log now
+    compaction = ("assistant/message", "compacted", R(0, 3), [0, 1, 2, 3])
+    more = session("ws-grow", "grow", 0, [("user/message", "g")] * 4 + [compaction])
+    harness.append_all(more[4:])  # seqs 3 and 4
+    harness.index()
+    surface = r.read_surface("grow")
+    assert (surface.captured_through_seq, [e.text for e in surface.events]) == (4, ["compacted"])
+    assert r.trace_event("grow", 1).replaced_by == 4
+    fresh = reader(harness, "ws-grow", **harness.paging(1000))
+    assert fresh.read_surface("grow") == surface
+    assert fresh.list_events("grow") == r.list_events("grow")
+    # An event that disappears from the projection: the log is read again, with its gap.
+    harness.drop_event("grow", 1)
+    assert code_of(r.read_surface, "grow") == "SESSION_QUERY_INVALID_SURFACE"
+    assert [e.seq for e in r.read_event("grow", 0, after=5).events] == [0, 2, 3, 4]
+
+
 def test_filter_events(reads: Harness) -> None:
     r = reader(reads)
     assert [e.seq for e in r.filter_events("s44", [{"kind": "text", "text": "LATEST"}])] == [4, 5]
@@ -217,9 +334,11 @@ def test_filter_events(reads: Harness) -> None:
     assert [e.seq for e in r.filter_events("s44", clauses)] == [2, 3, 4]
     bad = [{"kind": "seq", "from": 2, "to": 1}]
     assert code_of(r.filter_events, "ghost", bad) == "SESSION_QUERY_INVALID_FILTER"  # filters first
+    unknown = [{"kind": "surface", "values": ["future"]}]
+    assert code_of(r.filter_events, "ghost", unknown) == "SESSION_QUERY_INVALID_FILTER"
 
 
-# -- event traces (scenarios 47–48) ----------------------------------------------------------------
+# -- event traces ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("seq", "expected"),
     [
@@ -245,7 +364,7 @@ def test_trace_event_range_replacement(reads: Harness) -> None:
     assert code_of(r.trace_event, "s44", 6) == "SESSION_QUERY_EVENT_NOT_FOUND"
 
 
-# -- session traces (scenarios 37–40) --------------------------------------------------------------
+# -- session traces ----------------------------------------------------------------------------------
 def test_trace_session_lineage(reads: Harness) -> None:
     r = reader(reads, "ws-lin")
     trace = r.trace_session("target")
@@ -254,12 +373,27 @@ def test_trace_session_lineage(reads: Harness) -> None:
     assert trace.root is not None and trace.root.header.session_id == "root"
     assert [n.session_id for n in trace.children()] == ["older", "a", "b"]
     assert [n.session_id for n in trace.children("a")] == ["grandchild"]
+    assert all(n.session.persisted and not n.session.live for n in trace.descendants)
     partial = r.trace_session("partial")
     assert (partial.complete, partial.unresolved_parent_id, partial.ancestors) == (False, "outside", ())
     grand = r.trace_session("T")
     assert [s.header.session_id for s in grand.ancestors] == ["P"]
     assert (grand.complete, grand.unresolved_parent_id, grand.root) == (False, "G", None)
     assert code_of(r.trace_session, "missing") == "SESSION_QUERY_SESSION_NOT_FOUND"
+    assert code_of(r.trace_session, "cyc-a") == "SESSION_QUERY_INVALID_LINEAGE"
+    assert code_of(r.trace_session, "cyc-c") == "SESSION_QUERY_INVALID_LINEAGE"  # its own parent
+
+
+def test_trace_session_of_a_deep_chain(reads: Harness) -> None:
+    r = reader(reads, "ws-deep", **reads.paging(1000))  # the listing pages through every session
+    trace = r.trace_session("deep-0")
+    assert trace.complete and trace.depth == DEEP - 1 and len(trace.descendants) == DEEP - 1
+    assert [n.session_id for n in trace.children()] == ["deep-1"]
+    bottom = r.trace_session(f"deep-{DEEP - 1}")
+    assert len(bottom.ancestors) == DEEP - 1
+    assert bottom.root is not None and bottom.root.header.session_id == "deep-0"
+    assert len(trace.model_dump_json()) > 0
+    assert len(reader(reads, "ws-deep", **reads.paging(400)).list_sessions()) == DEEP
 
 
 def test_trace_session_stops_at_the_scope(reads: Harness) -> None:
@@ -268,8 +402,8 @@ def test_trace_session_stops_at_the_scope(reads: Harness) -> None:
     assert (trace.complete, trace.unresolved_parent_id, trace.descendants) == (False, "root", ())
 
 
-# -- surface-invalid logs (scenarios 45, 49) ---------------------------------------------------------
-@pytest.mark.parametrize("sid", ["bad-endoff", "bad-startoff"])
+# -- surface-invalid logs ----------------------------------------------------------------------------
+@pytest.mark.parametrize("sid", [*INVALID_VALID_WIRE, *GAPPED])
 def test_surface_invalid_logs(reads: Harness, sid: str) -> None:
     r = reader(reads, "ws-bad")
     for read in (r.list_events, r.read_surface, lambda s: r.filter_events(s, [])):
@@ -278,8 +412,22 @@ def test_surface_invalid_logs(reads: Harness, sid: str) -> None:
     assert code_of(r.trace_event, sid, 9) == "SESSION_QUERY_EVENT_NOT_FOUND"  # existence first
     last = max(e["seq"] for e in RECORDS if e["kind"] == "event" and e["session_id"] == sid)
     assert r.read_event(sid, 0, after=5).end_seq == last  # read_event does not run the fold
+    assert r.read_event(sid, 0).target.seq == 0
     (listed,) = [s for s in r.list_sessions() if s.header.session_id == sid]
     assert listed.stats is not None and not listed.stats.surface_valid
+
+
+@pytest.mark.parametrize("sid", GAPPED)
+def test_a_seq_gap_reads_by_position(reads: Harness, sid: str) -> None:
+    """Seq 1 never reached the projection: the log holds seqs 0 and 2, and position 1 is seq 2, so
+    neither seq 1 nor seq 2 is where a reader looks for it."""
+    r = reader(reads, "ws-bad")
+    (listed,) = [s for s in r.list_sessions() if s.header.session_id == sid]
+    assert listed.stats is not None and listed.stats.seq_gaps == 1
+    assert code_of(r.read_event, sid, 1) == "SESSION_QUERY_EVENT_NOT_FOUND"
+    assert code_of(r.read_event, sid, 2) == "SESSION_QUERY_EVENT_NOT_FOUND"
+    window = r.read_event(sid, 0, after=5)
+    assert [e.seq for e in window.events] == [0, 2] and window.end_seq == 2
 
 
 # -- scope isolation and detached results -----------------------------------------------------------
@@ -353,7 +501,7 @@ def test_an_aborted_read_is_aborted_and_config_errors_are_typed(reads: Harness) 
 
 # -- the embedded reader's own behaviour -------------------------------------------------------------
 def _append(path: Path, records: list[dict[str, Any]]) -> None:
-    with Backend.embedded(path).open_log() as log:
+    with EmbeddedBackend(path).open_log() as log:
         for handle in [log.append(record) for record in records]:
             handle.result(timeout=30)
 
@@ -362,11 +510,11 @@ def test_embedded_reader_catches_up_before_reading(tmp_path: Path) -> None:
     path = tmp_path / "catch-up.db"
     records = session("ws-c", "c", 0, [("user/message", "first")])
     _append(path, records)
-    with Backend.embedded(path).open_reader(Scope.workspace("ws-c")) as r:  # nothing indexed yet
+    with EmbeddedBackend(path).open_reader(Scope.workspace("ws-c")) as r:  # nothing indexed yet
         assert r.read_event("c", 0).target.text == "first"
         _append(path, session("ws-c", "c", 0, [("user/message", "first"), ("user/message", "second")])[2:])
         assert [e.text for e in r.list_events("c")] == ["first", "second"]
-    with Backend.embedded(path, index_on_search=False).open_reader(Scope.workspace("ws-c")) as indexed:
+    with EmbeddedBackend(path, index_on_search=False).open_reader(Scope.workspace("ws-c")) as indexed:
         assert indexed.read_surface("c").captured_through_seq == 1
 
 

@@ -1,5 +1,5 @@
 """The relevance contract on every backend: words with digits, CJK text, identifier and version
-prefixes, word prefixes over typo neighbours, D2's order inside a tier, the readings of an
+prefixes, word prefixes over typo neighbours, the order inside a tier, the readings of an
 ambiguous typo, a substring as one more reading, and tenant isolation of typo candidates."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from .conftest import _PARAMS, Harness, make_harness
 BASE = datetime(2026, 11, 20, tzinfo=UTC)
 WS = "rel-a"
 MAIN = "rel-main"  # the matching examples
-ORDER = "rel-order"  # D2's order inside a tier
-TIERS = "rel-tiers"  # D2's tiers
+ORDER = "rel-order"  # the order inside a tier
+TIERS = "rel-tiers"  # the tiers
 READINGS = "rel-readings"  # an ambiguous typo
 SUBSTR = "rel-substr"  # a fragment inside an identifier, among many typo neighbours
 CLOSEST = "rel-closest"  # a short typo with more readings than a page holds
@@ -140,7 +140,7 @@ def _seqs(harness: Harness, sid: str, query: str, **kwargs: Any) -> list[int]:
     return [m.seq for m in result.matches if not result.partial]
 
 
-# -- words with digits (issue 18) ---------------------------------------------------------------------
+# -- words with digits --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -166,7 +166,7 @@ def test_an_account_number_never_finds_its_neighbour(rel: Harness, query: str) -
     assert _seqs(rel, READINGS, "acct_9932") == [14]
 
 
-# -- CJK (issue 18) -----------------------------------------------------------------------------------
+# -- CJK -----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -202,7 +202,7 @@ def test_cjk_excerpt_is_centred_on_the_match_without_splitting_characters(rel: H
     assert "据库" in match.excerpt and len(match.excerpt.encode("utf-8")) <= 60
 
 
-# -- identifiers, versions and prefixes (issue 14) -----------------------------------------------------
+# -- identifiers, versions and prefixes -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -235,7 +235,7 @@ def test_only_the_last_word_is_a_prefix(rel: Harness) -> None:
     assert _score(rel, MAIN, "crew backst", 7) > _score(rel, MAIN, "backst crew", 7)
 
 
-# -- D2: tiers, then occurrences, then field, then recency ---------------------------------------------
+# -- tiers, then occurrences, then field, then recency -------------------------------------------------
 
 
 def test_tiers_order_exact_folded_prefix_then_one_edit_or_substring_then_two_edits(rel: Harness) -> None:
@@ -265,13 +265,13 @@ PLANS = list(range(13, 1, -1))  # newest first
 
 
 def test_every_reading_of_a_typo_shows_before_a_second_entry_of_any(rel: Harness) -> None:
-    # D2 alone would give the twelve plans first; planes is the oldest entry of the tier.
+    # The order inside a tier alone would give the twelve plans first; planes is the oldest entry of the tier.
     assert _seqs(rel, READINGS, "planqs", limit=3) == [13, 1, 0]
     assert _seqs(rel, READINGS, "planqs", limit=20) == [13, 1, 0, *PLANS[1:]]
 
 
 def test_readings_never_cross_a_tier(rel: Harness) -> None:
-    # "plans" itself: every exact match first (D2: recency), then its one-edit neighbours.
+    # "plans" itself: every exact match first (by recency), then its one-edit neighbours.
     assert _seqs(rel, READINGS, "plans", limit=20) == [*PLANS, 1, 0]
 
 
@@ -289,7 +289,7 @@ def test_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness) -> None:
     assert [seq for page in pages for seq in page] == [13, 1, 0, *PLANS[1:]]
 
 
-# -- a substring is one more reading of the word (issue 14) ---------------------------------------------
+# -- a substring is one more reading of the word ---------------------------------------------------------
 
 NEIGHBOURS = list(range(40, 4, -1))  # back, black and lack entries, newest first
 
@@ -346,9 +346,10 @@ def test_substring_readings_page_by_cursor_without_repeats_or_gaps(rel: Harness)
     "scope", [pytest.param(Scope.session(CLOSEST), id="session"), pytest.param(Scope.workspace(WS), id="ws")]
 )
 def test_the_closest_readings_of_a_short_typo_come_first(rel: Harness, scope: Scope) -> None:
-    # D2 alone would start with the newest entries; zoreb, the closest spelling, is the oldest.
+    # The order inside a tier alone would start with the newest entries; zoreb, the closest
+    # spelling, is the oldest.
     assert _in(rel, scope, "zorb", limit=3) == [(CLOSEST, 0), (CLOSEST, 10), (CLOSEST, 9)]
-    # Then the other readings by D2 (all three change one letter), then the second entries.
+    # Then the other readings by recency (all three change one letter), then the second entries.
     rest = [8, 7, 6, 5, 4, 3, 2, 1]
     assert _in(rel, scope, "zorb", limit=11) == [(CLOSEST, seq) for seq in [0, 10, 9, *rest]]
 
@@ -357,13 +358,13 @@ def test_the_closest_readings_of_a_short_typo_come_first(rel: Harness, scope: Sc
     "scope", [pytest.param(Scope.session(CROWD), id="session"), pytest.param(Scope.workspace(WS), id="ws")]
 )
 def test_a_reading_that_fills_the_window_does_not_hide_the_others(rel: Harness, scope: Scope) -> None:
-    # The first 300 entries in D2's order are all qorz; a second window without them holds the
+    # The first 300 entries in the order inside a tier are all qorz; a second window without them holds the
     # other readings, and the closest (qoryx: every typed letter kept) comes first.
     assert _in(rel, scope, "qorx", limit=3) == [(CROWD, 0), (CROWD, 311), (CROWD, 1)]
     assert sorted(_every_page(rel, scope, "qorx", 50)) == list(range(312))  # each entry once
 
 
-# -- tenant isolation of typo candidates (issue 14) ------------------------------------------------------
+# -- tenant isolation of typo candidates ------------------------------------------------------------------
 
 
 def _variants(word: str, count: int) -> list[str]:

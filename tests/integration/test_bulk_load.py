@@ -11,7 +11,7 @@ from tests.integration.conftest import Pipeline
 
 from backscroll.indexer.document import PERIODIC_REFRESH
 from backscroll.indexer.opensearch.load import bulk_load_settings
-from backscroll.indexer.operations import rebuild
+from backscroll.indexer.opensearch.operations import rebuild
 
 _T0 = datetime(2026, 11, 3, tzinfo=UTC)
 

@@ -435,9 +435,3 @@ def test_demo_embedded_and_on_the_stack(cli: Any, tmp_path: Path) -> None:
     stack = cli("demo", "--stack")
     assert stack.code == 0, stack.stderr
     assert "Nguyễn" in stack.stdout
-
-
-def test_bench_passes_its_arguments_through(cli: Any) -> None:
-    bad = cli("bench", "no-such-benchmark")
-    assert bad.code == 2  # argparse's usage error, from the benchmark runner
-    assert "invalid choice" in bad.stderr

@@ -21,7 +21,7 @@ from tests.console.conftest import (
 from tests.console.http import call
 from tests.integration.conftest import Pipeline, make_pipeline
 
-from backscroll.backend import Backend
+from backscroll.backends import Backend, KafkaOpenSearchBackend
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def base() -> Iterator[str]:
 
 
 def _backend(pipe: Pipeline) -> Backend:
-    backend = Backend.kafka_opensearch(pipe.kafka, pipe.opensearch, pipe.indexer)
+    backend = KafkaOpenSearchBackend(pipe.kafka, pipe.opensearch, pipe.indexer)
     return replace(backend, cursor_key=CURSOR_KEY)
 
 

@@ -1,4 +1,4 @@
-"""Issue 2's acceptance test: append → Kafka → indexer → OpenSearch → scoped fuzzy search."""
+"""The pipeline end to end: append → Kafka → indexer → OpenSearch → scoped fuzzy search."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ import orjson
 from conftest import Pipeline
 from kafka import KafkaProducer
 
-from backscroll.ingest.export import LogExport, export_kafka
+from backscroll.ingest.export import LogExport
+from backscroll.ingest.kafka.export import export_kafka
 
 
 def _event(sid: str, seq: int, ws: str = "ws-e") -> dict[str, Any]:

@@ -1,15 +1,15 @@
-"""Issue 7's acceptance tests against the real broker, with real outages (deploy/local/stack.sh).
+"""The appender against the real broker, with real outages (deploy/local/stack.sh).
 
 * A fleet of appender processes keeps appending while Kafka is stopped for 20 s: every event
   reaches the topic exactly once per (session, seq), in per-session order, and is indexed once;
   no append() call blocked longer than the configured timeout. Size: ``BACKSCROLL_FLEET_SCALE``
-  (default 0.1 → 5 processes × at least 200 events; 1 → the issue's 50 × 2,000). The processes and
+  (default 0.1 → 5 processes × at least 200 events; 1 → the full fleet, 50 × 2,000). The processes and
   the test synchronise through files (every process appending before the broker stops; each goes
   on until it appended after the broker was back), never through wall-clock estimates.
 * kill -9 right after a durable append() returned while Kafka is down; a new process on the same
   spool delivers the entry.
 
-Both stop the shared local Kafka: outages are kept as short as the issue says and Kafka is always
+Both stop the shared local Kafka: outages are kept short (20 s) and Kafka is always
 restarted in a ``finally``. Run this file as a script with ``worker`` to get one fleet process.
 """
 

@@ -21,8 +21,8 @@ from backscroll.indexer import OpenSearchSettings, OpenSearchView
 from backscroll.indexer.textfold import WORD_RE, fold, word_tokens
 from backscroll.ingest.wire import parse_record
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest, SessionQueryResult
-from backscroll.query.aio import AsyncOpenSearchProvider
 from backscroll.query.errors import SessionQueryError
+from backscroll.query.opensearch.async_provider import AsyncOpenSearchProvider
 from backscroll.query.opensearch.body import trigrams
 from backscroll.query.plan import MAX_QUERY_WORDS, MAX_WORD_CHARS, plan_request
 from backscroll.query.scoring import is_compound

@@ -1,4 +1,4 @@
-"""Hostile and random input against the real OpenSearch provider (issue 3, "Done when").
+"""Hostile and random input against the real OpenSearch provider.
 
 Whatever the query — 10,000 characters, nothing but Lucene syntax, control characters, emoji, NUL,
 or 1,000 seeded random unicode strings — the provider raises nothing but a typed
@@ -435,7 +435,7 @@ def test_control_characters_and_emoji(loaded: Pipeline, query: str) -> None:
 
 
 def test_emoji_alone_are_not_words(loaded: Pipeline) -> None:
-    """Pinned: emoji are neither letters nor digits (reference §2.5 tokens), so an emoji-only query
+    """Pinned: emoji are neither letters nor digits (so they are no tokens), so an emoji-only query
     browses rather than searching for the emoji."""
     provider = _scopes(loaded)[0].provider
     result = provider.search(SessionQueryRequest(query="🚀"))

@@ -1,4 +1,4 @@
-"""Issue 19: the pipeline through a secured stack (SASL_SSL + ACLs, OpenSearch security plugin)
+"""The pipeline through a secured stack (SASL_SSL + ACLs, OpenSearch security plugin)
 with one principal per component; every refused cell of the principal x operation table; wrong
 credentials, untrusted/expired/wrong-host certificates and missing permissions as one typed line.
 
@@ -34,15 +34,15 @@ from secure_ops import (
 )
 from secure_stack import DLS_WORKSPACE, REPO, Secured, load, sign_cert, stack, tls_server
 
-from backscroll.backend import Backend
+from backscroll.backends import KafkaOpenSearchBackend
 from backscroll.indexer import IndexerSettings, kafka_runner
 from backscroll.indexer.errors import SourceAccessDenied, ViewAccessDenied
-from backscroll.indexer.operations import forget_session
+from backscroll.indexer.opensearch.operations import forget_session
 from backscroll.ingest import Appender, AppenderSettings, KafkaSettings
 from backscroll.ingest.errors import LogAccessDenied
 from backscroll.ingest.kafka.topics import ensure_topics
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryError, SessionQueryRequest
-from backscroll.query.aio import AsyncOpenSearchReader
+from backscroll.query.opensearch.async_reader import AsyncOpenSearchReader
 from backscroll.query.opensearch.reader import OpenSearchSessionReader
 
 pytestmark = pytest.mark.integration
@@ -111,7 +111,7 @@ def _records(ws: str, sid: str, words: str) -> list[dict[str, Any]]:
 def indexed(secured: Secured, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Append (agent principal) -> index (indexer principal): one session in each workspace."""
     sessions = {DLS_WORKSPACE: f"sa-{uuid.uuid4().hex[:6]}", WS_B: f"sb-{uuid.uuid4().hex[:6]}"}
-    agent = Backend.kafka_opensearch(secured.kafka("agent"), secured.opensearch("agent"))
+    agent = KafkaOpenSearchBackend(secured.kafka("agent"), secured.opensearch("agent"))
     ensure_topics(secured.kafka("agent"))  # what Backend.open_log does first: must pass for an agent
     spool = AppenderSettings(spool_dir=tmp_path_factory.mktemp("spool"))
     assert agent.kafka is not None

@@ -17,14 +17,12 @@ from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.indexer.sqlite.runner import embedded_runner
 from backscroll.ingest.sqlite.log import SQLiteEntryLog
 from backscroll.query import AbortSignal, Scope, SessionQueryError, SessionQueryRequest
-from backscroll.query.aio import (
-    AsyncOpenSearchProvider,
-    AsyncSearchProvider,
-    AsyncSessionReader,
-    AsyncSQLiteProvider,
-)
+from backscroll.query.aio import AsyncSearchProvider
 from backscroll.query.deadline import Deadline
 from backscroll.query.engine import EngineHit, EnginePage, EngineQuery
+from backscroll.query.opensearch.async_provider import AsyncOpenSearchProvider
+from backscroll.query.reads.async_reader import AsyncSessionReader
+from backscroll.query.sqlite.async_provider import AsyncSQLiteProvider
 from backscroll.query.sqlite.reader import SQLiteSessionReader
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)

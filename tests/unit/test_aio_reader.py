@@ -15,7 +15,7 @@ from test_query_driver_errors import OPENSEARCH_ERRORS
 from backscroll.indexer.opensearch.security import security_failure
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.query import AbortSignal, Scope, SessionQueryError
-from backscroll.query.aio import AsyncOpenSearchReader
+from backscroll.query.opensearch.async_reader import AsyncOpenSearchReader
 
 ASYNC_ERRORS: list[Exception] = [
     *OPENSEARCH_ERRORS,
@@ -94,6 +94,27 @@ def test_every_driver_error_is_typed_at_the_edge(error: Exception, read: str) ->
     assert err.code == ("SESSION_QUERY_INVALID_CONFIG" if security else "SESSION_QUERY_PERSISTENCE_FAILED")
     assert err.retriable is not security
     assert client.closes == 1
+
+
+def test_a_malformed_response_is_typed_at_the_edge() -> None:
+    class Garbled(FakeAsyncOpenSearch):
+        async def _answer(self, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+            self.calls.append((method, kwargs))
+            return {"responses": [{}]} if method == "msearch" else {"hits": None}
+
+    async def run() -> list[SessionQueryError]:
+        no_threads()
+        errors = []
+        async with reader(Garbled()) as areader:
+            for call in (areader.aread_event("a-1", 0), areader.alist_sessions()):
+                with pytest.raises(SessionQueryError) as err:
+                    await call
+                errors.append(err.value)
+        return errors
+
+    errors = asyncio.run(run())
+    assert [(e.code, e.retriable) for e in errors] == [("SESSION_QUERY_PERSISTENCE_FAILED", True)] * 2
+    assert all("unexpected OpenSearch response" in e.message for e in errors)
 
 
 def test_a_missing_session_reads_as_not_found_without_threads() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from tests.benchmarks.bench_analysis import _index_body, bodies
 
 from backscroll.indexer.document import events_template_body
 from backscroll.indexer.opensearch.analysis import analysis_settings
+from benchmarks.bench_analysis import _index_body, bodies
 
 
 def test_the_product_analysis_is_the_products() -> None:

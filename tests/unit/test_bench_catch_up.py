@@ -1,22 +1,18 @@
-"""The on-demand catch-up benchmark (tests/benchmarks/bench_catch_up.py) runs each side in a process
+"""The on-demand catch-up benchmark (benchmarks/bench_catch_up.py) runs each side in a process
 of its own on a copy of the appended file, and puts the other checkout's code first when asked. A
 tiny file, so the bulk path itself does not start; no timing is checked."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from backscroll.cli.workload import demo_records
 from backscroll.ingest.sqlite.log import SQLiteEntryLog
+from benchmarks.bench_catch_up import main
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the benchmarks are a package of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from tests.benchmarks.bench_catch_up import main  # noqa: E402
 
 
 def test_both_sides_catch_up_a_copy_and_the_file_stays_unindexed(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.benchmarks.profile_os_session import _busy
+from benchmarks.profile_os_session import _busy
 
 
 def test_no_time_means_no_work() -> None:

@@ -1,21 +1,13 @@
-"""Rows measured in rounds of alternating order (tests/benchmarks/rounds.py): the order of the sides,
+"""Rows measured in rounds of alternating order (benchmarks/rounds.py): the order of the sides,
 the pooled CPU windows and the pooled load sides (test_bench_speed_report.py has how the report
 shows the rounds). No benchmark runs here."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-if str(ROOT) not in sys.path:  # the benchmarks are a package of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from tests.benchmarks import speed_rows  # noqa: E402
-from tests.benchmarks.rounds import mean, orders, pool_cpu  # noqa: E402
+from benchmarks import speed_rows
+from benchmarks.rounds import mean, orders, pool_cpu
 
 
 def test_the_sides_alternate_which_one_goes_first() -> None:

@@ -1,21 +1,15 @@
-"""The relevance benchmark's search order (tests/benchmarks/bench_relevance.py): every loaded system
+"""The relevance benchmark's search order (benchmarks/bench_relevance.py): every loaded system
 runs each query (or block of queries) in turn, the first system rotating, and a system
 that fails is left out while the others go on. No benchmark runs here."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the benchmarks are a package of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from tests.benchmarks.bench_relevance import RelevanceConfig, _interleaved, _progress  # noqa: E402
-from tests.benchmarks.queries import Query  # noqa: E402
+from benchmarks.bench_relevance import RelevanceConfig, _interleaved, _progress
+from benchmarks.queries import Query
 
 
 class _System:

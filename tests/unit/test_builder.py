@@ -1,4 +1,4 @@
-"""Query bodies: user text is data (never query syntax) and the scope filter is on every path (D10)."""
+"""Query bodies: user text is data (never query syntax) and the scope filter is on every path."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from backscroll.query.contract import SELF_TOOL_NAMES, SessionQueryRequest
 from backscroll.query.errors import SessionQueryError
 from backscroll.query.opensearch.body import (
     MAX_LEAVES,
-    SEARCH_TOOL_NAME,
-    QueryPlan,
     browse_body,
     count_body,
     leaves,
@@ -23,6 +21,7 @@ from backscroll.query.opensearch.body import (
     word_clause,
 )
 from backscroll.query.opensearch.provider import OpenSearchProvider
+from backscroll.query.plan import SEARCH_TOOL_NAME, QueryPlan
 from backscroll.query.scope import Scope
 
 LUCENE = '+alpha -beta && gamma || !(delta) {epsilon} [zeta] ^eta "theta" ~iota *kappa? lambda:mu \\nu /xi'
@@ -227,7 +226,8 @@ def test_short_words_match_whole_tokens_only() -> None:
 
 
 def test_a_number_has_a_substring_tier_but_no_typo_tier() -> None:
-    # D3: "9931" finds "acct_9931"; but "9932" is another number, not a typo of it.
+    # A word of 3+ characters matches inside tokens: "9931" finds "acct_9931"; but "9932" is
+    # another number, not a typo of it.
     clause = word_clause("9931", "9931")
     assert "fuzziness" not in str(clause)
     grams = sorted(leaf for path, leaf in walk(clause) if path[-1] == "text.tri")
@@ -256,7 +256,7 @@ def test_tiers_rank_exact_over_folded_over_prefix_over_fuzzy_and_substring() -> 
     # A substring is one more reading of the word, in the one-edit tier (docs/matching.md).
     assert boosts[("text", "tri")] == boosts[("text", "fuzzy1")]
     order += ("tri",)
-    # Text over arguments is decided inside a tier (D2), not by the tiers.
+    # Text over arguments is decided inside a tier, not by the tiers.
     assert all(boosts[("text", tier)] == boosts[("args", tier)] for tier in order)
 
 
@@ -312,7 +312,7 @@ def test_recency_breaks_ties_and_earlier_pages_are_excluded() -> None:
     assert browse_body(plan, size=5, single_session=False)["sort"][0] == {"time": "desc"}
 
 
-# -- kinds (D8) ---------------------------------------------------------------------------------------
+# -- kinds --------------------------------------------------------------------------------------------
 
 
 def test_default_kinds_are_messages_without_the_search_tool_itself() -> None:

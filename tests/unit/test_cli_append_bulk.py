@@ -1,4 +1,4 @@
-"""``backscroll append FILE`` on its bulk path (issue 15): validation in worker processes gives the
+"""``backscroll append FILE`` on its bulk path: validation in worker processes gives the
 same log and the same report as in-process, a broken worker costs speed and nothing else, and a
 record the log refuses fails the command with one line."""
 
@@ -134,10 +134,11 @@ def test_a_record_the_log_refuses_fails_the_command_with_one_line(
 ) -> None:
     broker = FakeBroker()
 
-    def refusing_log(backend: object = None, *, live: bool = True) -> Appender:
+    def refusing_log(backend: object, *, live: bool = True) -> Appender:
         return Appender(KAFKA, options(tmp_path), producer_factory=lambda config: _Refusing(broker))
 
-    monkeypatch.setattr("backscroll.backend.open_log", refusing_log)
+    for backend in ("EmbeddedBackend", "KafkaOpenSearchBackend"):  # whichever the environment selects
+        monkeypatch.setattr(f"backscroll.backends.{backend}.open_log", refusing_log)
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(orjson.dumps(event(sid, 0)) + b"\n" for sid in ("ok", "bad", "fine")))
     for as_json in (False, True):

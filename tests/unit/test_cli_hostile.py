@@ -1,4 +1,4 @@
-"""Issue 13's CLI items on the embedded backend: markup and control characters in user data,
+"""The command line under hostile input, on the embedded backend: markup and control characters in user data,
 streamed append with the cap before parsing, bounded rejection output, operator scope defaults,
 ``--json`` errors, redacted URLs, and the log formatter's injection guard."""
 
@@ -14,7 +14,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner, Result
 
-from backscroll.backend import Backend, BackendSettings
+from backscroll.backends import BackendSettings, EmbeddedBackend, backend_from_settings
 from backscroll.cli.append_cmd import MAX_REASONS_SHOWN, iter_lines
 from backscroll.cli.main import app
 from backscroll.ingest.sqlite.log import SQLiteEntryLog
@@ -142,7 +142,7 @@ def test_the_embedded_indexer_log_of_a_dead_letter_is_one_line(db: Path) -> None
     logger = logging.getLogger("backscroll")
     logger.addHandler(handler)
     try:
-        with Backend.embedded(db).open_indexer() as indexer:
+        with EmbeddedBackend(db).open_indexer() as indexer:
             stats = indexer.run(until_idle=True)
     finally:
         logger.removeHandler(handler)
@@ -165,7 +165,7 @@ SECRET_URL = "https://admin:s3cret@search.example:9200"
 def test_url_passwords_never_print(monkeypatch: pytest.MonkeyPatch, db: Path) -> None:
     monkeypatch.setenv("BACKSCROLL_OPENSEARCH_URL", SECRET_URL)
     settings = BackendSettings()
-    backend = Backend.from_env(settings)
+    backend = backend_from_settings(settings)
     for text in (repr(settings), str(settings), backend.describe(), repr(backend)):
         assert "s3cret" not in text and "admin:***@search.example" in text
     line = _format(TextFormatter(), "connect to %s failed", SECRET_URL)

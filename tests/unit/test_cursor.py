@@ -1,4 +1,4 @@
-"""Opaque signed cursors (spec scenario 59, D9): bound to one request shape and one generation."""
+"""Opaque signed cursors: bound to one request shape and one generation."""
 
 from __future__ import annotations
 

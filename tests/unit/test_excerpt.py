@@ -1,4 +1,4 @@
-"""Match-centred excerpts: spec scenarios 10–13 and 30 as decided by D4, and their invariants."""
+"""Match-centred excerpts: where the window sits, its caps and markers, and their invariants."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_default_budget_is_600_bytes() -> None:
 
 
 @pytest.mark.parametrize("budget", [600, 200])
-def test_scenario_10_match_at_the_start_of_a_long_text(budget: int) -> None:
+def test_match_at_the_start_of_a_long_text(budget: int) -> None:
     text = "needle " + "x" * 50_000
     out = excerpt(text, ["needle"], budget)
     assert nbytes(out) <= budget
@@ -42,7 +42,7 @@ def test_scenario_10_match_at_the_start_of_a_long_text(budget: int) -> None:
 
 
 @pytest.mark.parametrize("text", ["ắ" * 2000, "a\u0306\u0301" * 2000, "😀" * 2000, "é" * 2000])
-def test_scenario_11_multibyte_text_within_budget(text: str) -> None:
+def test_multibyte_text_within_budget(text: str) -> None:
     out = excerpt(text, [], 100)
     assert nbytes(out) <= 100
     assert out.encode("utf-8").decode("utf-8") == out
@@ -60,11 +60,11 @@ def test_scenario_11_multibyte_text_within_budget(text: str) -> None:
         ("no match here at all", "zzz"),
     ],
 )
-def test_scenario_12_short_text_verbatim(text: str, word: str) -> None:
+def test_short_text_verbatim(text: str, word: str) -> None:
     assert excerpt(text, [word], 600) == text
 
 
-def test_scenario_13_needle_in_the_middle() -> None:
+def test_needle_in_the_middle() -> None:
     text = "a" * 5000 + " NEEDLE " + "b" * 5000
     out = excerpt(text, ["needle"], 600)
     assert nbytes(out) <= 600
@@ -74,7 +74,7 @@ def test_scenario_13_needle_in_the_middle() -> None:
     assert 600 // 4 <= before <= 600 // 2, f"about a third of the budget precedes the match, got {before}"
 
 
-def test_scenario_30_snippet_keeps_accents_and_punctuation_but_not_newlines() -> None:
+def test_snippet_keeps_accents_and_punctuation_but_not_newlines() -> None:
     text = "long long long—café,\nnext value " + "z" * 200
     out = excerpt(text, ["cafe"], 24)
     assert nbytes(out) <= 24
@@ -129,10 +129,10 @@ def test_tiny_budgets_never_overflow(text: str, budget: int, expected: str) -> N
 @pytest.mark.parametrize(
     ("text", "words", "span"),
     [
-        ("braided cable ai", ["ai"], (14, 16)),  # D3: 1–2 characters match whole tokens only
+        ("braided cable ai", ["ai"], (14, 16)),  # 1–2 characters match whole tokens only
         ("braided cable", ["ai"], (0, 0)),
         ("ai_x", ["ai"], (0, 2)),  # "_" separates tokens, as in the index
-        ("acct_9931 done", ["9931"], (5, 9)),  # D3: 3+ characters match inside tokens
+        ("acct_9931 done", ["9931"], (5, 9)),  # 3+ characters match inside tokens
         ("the revenue", ["rev"], (4, 7)),
         ("beta alpha", ["alpha", "beta"], (0, 4)),  # the earliest of the words
         ("Straße x", ["strasse"], (0, 6)),  # a folded span maps back to source characters
@@ -203,7 +203,7 @@ def test_excerpt_contains_the_first_match(prefix: str, word: str, suffix: str, b
 # -- cost ----------------------------------------------------------------------------------------------
 
 
-# How long these take is measured in tests/benchmarks, never asserted here: these check the result.
+# How long these take is measured in benchmarks/, never asserted here: these check the result.
 
 
 def _cut(text: str, words: list[str]) -> str:

@@ -1,4 +1,4 @@
-"""The surface fold: spec 3.2 and 3.6 (trace_event), scenarios 43–49, and incremental == whole-log."""
+"""The surface fold: its rules, trace_event's chains, and incremental == whole-log."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def read_trace(events: Sequence[FoldEvent], seq: int) -> str | tuple[Any, ...]:
 
 # --- I. Surface classification ---------------------------------------------------------------------
 
-SCENARIO_43 = [
+CLASSES_LOG = [
     plain(0, "turn/start"),
     plain(1, "step/start"),
     user(2),
@@ -93,7 +93,7 @@ SCENARIO_43 = [
     assistant(4, (2, 2), [2]),
 ]
 
-SCENARIO_44 = [
+REPLACES_LOG = [
     user(0),
     plain(1, "assistant/chunk"),
     user(2, (0, 0), [0]),
@@ -103,31 +103,31 @@ SCENARIO_44 = [
 ]
 
 
-def test_scenario_43_three_way_classification() -> None:
-    assert classes(SCENARIO_43) == ["log-only", "log-only", "shadowed", "log-only", "current"]
-    assert fold_strict(SCENARIO_43).nodes == (4,)
+def test_three_way_classification() -> None:
+    assert classes(CLASSES_LOG) == ["log-only", "log-only", "shadowed", "log-only", "current"]
+    assert fold_strict(CLASSES_LOG).nodes == (4,)
 
 
-def test_scenario_44_current_surface_and_capture_boundary() -> None:
-    result = fold_strict(SCENARIO_44)
+def test_current_surface_and_capture_boundary() -> None:
+    result = fold_strict(REPLACES_LOG)
     assert result.last_seq == 5
     assert result.nodes == (4, 5)
-    assert classes(SCENARIO_44) == ["shadowed", "log-only", "shadowed", "shadowed", "current", "current"]
+    assert classes(REPLACES_LOG) == ["shadowed", "log-only", "shadowed", "shadowed", "current", "current"]
 
 
-def test_scenario_44_empty_session() -> None:
+def test_empty_session() -> None:
     result = fold_strict([])
     assert (result.last_seq, result.nodes, result.classification, result.valid) == (None, (), {}, True)
     assert SurfaceState().last_seq is None
 
 
-def test_scenario_46_assistant_may_cite_an_empty_stream() -> None:
+def test_assistant_may_cite_an_empty_stream() -> None:
     result = fold_strict([assistant(0, A, [])])
     assert result.classification == {0: "current"}
     assert result.nodes == (0,)
 
 
-# Scenario 45: every bullet, each rule on its own; the expected codes are exact and in order.
+# Every surface rule on its own; the expected codes are exact and in order.
 INVALID = {
     "user/message without surface": ([ev(0, "user/message")], ["missing_surface"]),
     "tool/result without surface": ([user(0), ev(1, "tool/result")], ["missing_surface"]),
@@ -187,7 +187,7 @@ INVALID = {
 
 
 @pytest.mark.parametrize(("events", "expected"), INVALID.values(), ids=INVALID.keys())
-def test_scenario_45_invalid_logs_are_rejected_whole(events: list[FoldEvent], expected: list[str]) -> None:
+def test_invalid_logs_are_rejected_whole(events: list[FoldEvent], expected: list[str]) -> None:
     result = fold(events)
     assert [v.code for v in result.violations] == expected
     assert not result.valid
@@ -203,12 +203,12 @@ def test_scenario_45_invalid_logs_are_rejected_whole(events: list[FoldEvent], ex
         assert read_trace(events, 0) == "SESSION_QUERY_INVALID_SURFACE"
 
 
-def test_scenario_45_every_violation_code_is_exercised() -> None:
+def test_every_violation_code_is_exercised() -> None:
     exercised = {code for _, expected in INVALID.values() for code in expected}
     assert exercised == VIOLATION_CODES
 
 
-def test_scenario_45_seq_gap_reads() -> None:
+def test_seq_gap_reads() -> None:
     events = [user(0), user(2)]
     assert locate(events, 0) is events[0]
     assert locate(events, 1) is None  # index 1 holds seq 2
@@ -291,7 +291,7 @@ def test_seq_that_does_not_advance_is_skipped() -> None:
 
 def test_steps_report_own_classification_and_newly_shadowed() -> None:
     state = SurfaceState()
-    steps = [state.apply(e) for e in SCENARIO_44]
+    steps = [state.apply(e) for e in REPLACES_LOG]
     assert steps[2] == FoldStep(2, "current", (0,), Replacement(2, 0, 0, (0,)), ())
     assert steps[4].shadowed == (2, 3)
     assert [s.classification for s in steps] == [
@@ -302,7 +302,7 @@ def test_steps_report_own_classification_and_newly_shadowed() -> None:
         "current",
         "current",
     ]
-    assert state.result() == fold(SCENARIO_44)
+    assert state.result() == fold(REPLACES_LOG)
     assert state.nodes() == (4, 5)
     assert state.valid
     bad = state.apply(user(9))
@@ -313,15 +313,15 @@ def test_steps_report_own_classification_and_newly_shadowed() -> None:
 
 def test_copy_is_independent() -> None:
     state = SurfaceState()
-    for event in SCENARIO_44[:4]:
+    for event in REPLACES_LOG[:4]:
         state.apply(event)
     before = state.result()
     branch = state.copy()
-    branch.apply(SCENARIO_44[4])
+    branch.apply(REPLACES_LOG[4])
     branch.apply(user(9, (0, 0), [0]))
     assert state.result() == before
     assert branch.result() != before
-    state.apply(SCENARIO_44[4])
+    state.apply(REPLACES_LOG[4])
     assert state.nodes() == (4,)
 
 
@@ -380,7 +380,7 @@ def test_from_record_accepts_any_object_with_the_attributes() -> None:
 
 # --- J. Replacement chains and provenance --------------------------------------------------------
 
-SCENARIO_47 = [
+CHAIN_LOG = [
     plain(0, "turn/start"),
     plain(1, "step/start"),
     plain(2, "assistant/chunk"),
@@ -403,25 +403,25 @@ SCENARIO_47 = [
         (5, ("current", None, (), (), (), ())),
     ],
 )
-def test_scenario_47_chain_and_direct_links(seq: int, expected: tuple[Any, ...]) -> None:
-    assert read_trace(SCENARIO_47, seq) == expected
+def test_chain_and_direct_links(seq: int, expected: tuple[Any, ...]) -> None:
+    assert read_trace(CHAIN_LOG, seq) == expected
     state = SurfaceState()
-    for event in SCENARIO_47:
+    for event in CHAIN_LOG:
         state.apply(event)
-    assert trace(state, SCENARIO_47, seq) == trace(fold(SCENARIO_47), SCENARIO_47, seq)
+    assert trace(state, CHAIN_LOG, seq) == trace(fold(CHAIN_LOG), CHAIN_LOG, seq)
 
 
-def test_scenario_48_range_replacement_lists_the_removed_nodes() -> None:
-    result = fold_strict(SCENARIO_44)
-    four = trace(result, SCENARIO_44, 4)
+def test_range_replacement_lists_the_removed_nodes() -> None:
+    result = fold_strict(REPLACES_LOG)
+    four = trace(result, REPLACES_LOG, 4)
     assert four.replaced_event_seqs == (2, 3)
     assert four.source_event_seqs == (2, 3)
-    zero = trace(result, SCENARIO_44, 0)
+    zero = trace(result, REPLACES_LOG, 0)
     assert (zero.replaced_by, zero.replacement_chain) == (2, (2, 4))
     assert result.replacements == (Replacement(2, 0, 0, (0,)), Replacement(4, 2, 3, (2, 3)))
 
 
-def test_scenario_49_existence_is_checked_before_validation() -> None:
+def test_existence_is_checked_before_validation() -> None:
     malformed = [user(0), ev(1, "turn/start", A)]
     assert read_trace(malformed, 9) == "SESSION_QUERY_EVENT_NOT_FOUND"
     assert read_trace(malformed, 0) == "SESSION_QUERY_INVALID_SURFACE"
@@ -431,7 +431,7 @@ def test_scenario_49_existence_is_checked_before_validation() -> None:
 
 @pytest.mark.parametrize("seq", [-1, 2, 10**6])
 def test_locate_misses(seq: int) -> None:
-    assert locate(SCENARIO_43[:2], seq) is None
+    assert locate(CLASSES_LOG[:2], seq) is None
 
 
 # --- Properties: a naive reference model, random valid and corrupted logs -----------------------

@@ -1,4 +1,4 @@
-"""Bulk appends (issue 15, bulk CLI paths): records prepared once per batch keep every check and
+"""Bulk appends (the CLI's bulk paths): records prepared once per batch keep every check and
 message of ``append``, land on both logs in order with the same bytes, nothing lost or duplicated,
 and are acknowledged per batch (a refused record fails its batch)."""
 

@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from backscroll.ingest import LogNotFound, SQLiteEntryLog
-from backscroll.ingest.export import LogExport, export_sqlite
+from backscroll.ingest.export import LogExport
+from backscroll.ingest.sqlite.export import export_sqlite
 
 
 def _event(sid: str, seq: int, ws: str = "ws-x", text: str = "") -> dict[str, Any]:

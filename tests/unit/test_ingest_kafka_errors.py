@@ -23,10 +23,11 @@ from backscroll.ingest import (
     RecordRejected,
     ensure_topics,
 )
-from backscroll.ingest import export as export_module
-from backscroll.ingest.export import LogExport, export_kafka
+from backscroll.ingest.export import LogExport
+from backscroll.ingest.kafka import export as export_module
 from backscroll.ingest.kafka import topics as topics_module
 from backscroll.ingest.kafka.errors import translate_kafka_error
+from backscroll.ingest.kafka.export import export_kafka
 
 KAFKA = KafkaSettings(bootstrap_servers="127.0.0.1:1", topic="backscroll.unit-errors", request_timeout_s=1.0)
 

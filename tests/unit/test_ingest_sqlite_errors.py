@@ -19,8 +19,9 @@ from backscroll.ingest import (
     NotABackscrollFile,
     SQLiteEntryLog,
 )
-from backscroll.ingest.export import LogExport, export_sqlite
+from backscroll.ingest.export import LogExport
 from backscroll.ingest.sqlite import file as sqlite_file
+from backscroll.ingest.sqlite.export import export_sqlite
 from backscroll.ingest.sqlite.file import translate_sqlite_error
 
 

@@ -151,7 +151,7 @@ def test_the_embedded_log_and_the_interface_load_no_kafka_client() -> None:
     code = (
         "import sys\n"
         "from backscroll.ingest import EntryLog, Position, SQLiteEntryLog, LogNotFound\n"
-        "import backscroll.ingest.export, backscroll.ingest.sqlite.file\n"
+        "import backscroll.ingest.export, backscroll.ingest.sqlite.export, backscroll.ingest.sqlite.file\n"
         "assert 'kafka' not in sys.modules, sorted(m for m in sys.modules if m.startswith('kafka'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -143,7 +143,7 @@ def test_a_rebuild_whose_compaction_fails_still_completes_and_says_why(
     embedded: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from backscroll.indexer.errors import ViewFailed
-    from backscroll.indexer.operations import rebuild_embedded
+    from backscroll.indexer.sqlite.operations import rebuild_embedded
     from backscroll.indexer.sqlite.view import SQLiteView
 
     records = _append_demo(embedded)

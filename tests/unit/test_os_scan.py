@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from backscroll.indexer.textfold import fold, word_tokens
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
-from backscroll.query.aio import AsyncOpenSearchEngine
 from backscroll.query.opensearch.access import OpenSearchAccess
+from backscroll.query.opensearch.async_provider import AsyncOpenSearchEngine
 from backscroll.query.opensearch.scan import SCAN_MAX_ROWS, Oversized, candidates, fits, scan_top
 from backscroll.query.plan import plan_request
 from backscroll.query.scoring import score_text

@@ -185,7 +185,7 @@ def test_a_late_seq_into_a_gap_fills_it_log_only() -> None:
 
 
 def test_seqs_out_of_order_count_every_entry_once() -> None:
-    """Issue 13 item 6: appending seq 1, 0, 2 indexes three entries and leaves no gap."""
+    """Appending seq 1, 0, 2 indexes three entries and leaves no gap."""
     state = fed(ev(1), ev(0), ev(2))
     body = state.session_action().body
     assert (body["entry_count"], body["seq_gaps"], body["last_seq"]) == (3, 0, 2)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from backscroll.backend import Backend, BackendSettings
+from backscroll.backends import BackendSettings, EmbeddedBackend, backend_from_settings
 from backscroll.indexer.sqlite.runner import embedded_runner
 from backscroll.ingest.live import LiveLog
 from backscroll.ingest.sqlite.log import SQLiteEntryLog
@@ -65,7 +65,7 @@ def _code(call: Callable[[], object]) -> str:
     return err.value.code
 
 
-# -- strict request types (issue 13, item 5) -------------------------------------------------------
+# -- strict request types -------------------------------------------------------------------------
 
 BAD_FIELDS: list[tuple[dict[str, Any], str]] = [
     ({"kinds": ("user/message\n",)}, "SESSION_QUERY_INVALID_FILTER"),
@@ -115,7 +115,7 @@ def test_valid_requests_still_pass(provider: SQLiteProvider) -> None:
     assert len(result.matches) == 2 and result.next_cursor is not None
 
 
-# -- configuration errors (issue 13, item 10) -------------------------------------------------------
+# -- configuration errors --------------------------------------------------------------------------
 
 PROVIDER_CONFIG = [
     {"default_limit": "10"},
@@ -214,7 +214,7 @@ def test_a_signal_that_is_not_an_abort_signal_is_invalid_config(provider: SQLite
     assert _code(lambda: AbortSignal(timeout_s=0)) == "SESSION_QUERY_INVALID_CONFIG"
 
 
-# -- searching disabled (spec scenario 60) ---------------------------------------------------------
+# -- searching disabled --------------------------------------------------------------------------
 
 
 def test_search_disabled_refuses_valid_and_invalid_requests_but_reads_work(db: Path) -> None:
@@ -233,7 +233,7 @@ def test_search_disabled_refuses_valid_and_invalid_requests_but_reads_work(db: P
 
 def test_search_disabled_by_the_environment(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BACKSCROLL_SEARCH_ENABLED", "false")
-    backend = Backend.from_env(BackendSettings(backend="embedded", sqlite_path=db))
+    backend = backend_from_settings(BackendSettings(backend="embedded", sqlite_path=db))
     with backend.open_provider(Scope.workspace("w")) as provider:
         assert (
             _code(lambda: provider.search(SessionQueryRequest(query="x"))) == "SESSION_QUERY_SEARCH_DISABLED"
@@ -286,7 +286,7 @@ def test_an_aborted_opensearch_search_never_reaches_the_server() -> None:
     )
 
 
-# -- bounded waits (issue 13, item 3) --------------------------------------------------------------
+# -- bounded waits -------------------------------------------------------------------------------
 
 
 def _finishes(call: Callable[[], object], within_s: float) -> list[object]:
@@ -306,7 +306,7 @@ def _finishes(call: Callable[[], object], within_s: float) -> list[object]:
 
 
 def test_search_and_reads_under_a_held_write_lock_stay_within_their_timeout(db: Path) -> None:
-    backend = Backend.embedded(db)  # catches up before each search and read
+    backend = EmbeddedBackend(db)  # catches up before each search and read
     with SQLiteEntryLog(db) as log:
         log.append(_event(6, "a fresh line about the zeppelin"))
     blocker = sqlite3.connect(db, isolation_level=None)

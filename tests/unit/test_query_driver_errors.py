@@ -150,6 +150,24 @@ def test_opensearch_reader_translates_every_driver_error(error: Exception, metho
     _typed(lambda: READS[method](reader), _expected(error, "SESSION_QUERY_PERSISTENCE_FAILED"))
 
 
+class GarbledOpenSearch(FakeOpenSearch):
+    """A client answering every request with hits of an unexpected shape."""
+
+    def msearch(self, *, body: list[dict[str, Any]], **_: Any) -> dict[str, Any]:
+        return {"responses": [{"hits": {}}] * (len(body) // 2)}
+
+    def search(self, **_: Any) -> dict[str, Any]:
+        return {"hits": {}}
+
+
+@pytest.mark.parametrize("method", sorted(READS))
+def test_opensearch_reader_types_a_malformed_response(method: str) -> None:
+    client = GarbledOpenSearch(Exception(), set())
+    reader = OpenSearchSessionReader(Scope.workspace("w"), client=client, cache=False)  # type: ignore[arg-type]
+    typed = _typed(lambda: READS[method](reader), "SESSION_QUERY_PERSISTENCE_FAILED")
+    assert "unexpected OpenSearch response" in typed.message
+
+
 # -- SQLite ----------------------------------------------------------------------------------------
 
 

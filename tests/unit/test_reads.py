@@ -1,4 +1,4 @@
-"""Pure read logic (spec 3.5–3.9): windows, lineage, filters, the live + persisted merge, detached
+"""Pure read logic: windows, lineage, filters, the live + persisted merge, detached
 results; and the OpenSearchSessionReader paths that never reach OpenSearch (configuration, live-only
 reads)."""
 
@@ -123,7 +123,7 @@ def wire_header(sid: str, ws: str = "w", t: int = 0, **kw: Any) -> HeaderRecord:
     return record
 
 
-# -- windows (scenarios 31–35) --------------------------------------------------------------------
+# -- windows --------------------------------------------------------------------------------------
 def test_window_validation() -> None:
     assert check_window(0, 0, 50) == (0, 0)
     assert check_window(50, 50, 50) == (50, 50)
@@ -142,8 +142,8 @@ def test_read_window_max_config() -> None:
 
 
 def test_window_clamps_at_edges() -> None:
-    assert window_bounds(4, 2, 1, 1) == (1, 3)  # scenario 31
-    assert window_bounds(4, 0, 5, 0) == (0, 0)  # scenario 32
+    assert window_bounds(4, 2, 1, 1) == (1, 3)  # a window around seq 2
+    assert window_bounds(4, 0, 5, 0) == (0, 0)  # a window clamped to the log
     assert window_bounds(4, 3, 0, 5) == (3, 3)
     assert window_bounds(1, 0, 50, 50) == (0, 0)
 
@@ -153,7 +153,7 @@ def test_locate_index_is_the_read_rule() -> None:
     assert [locate_index(log, s) for s in (0, 3)] == [0, 3]
     for missing in (9, -1, 4, 0.5, 1.0, True, "1", None):
         assert locate_index(log, missing) is None
-    gap = [entry(0), entry(2)]  # scenario 45: index 1 holds seq 2
+    gap = [entry(0), entry(2)]  # a seq gap: index 1 holds seq 2
     assert locate_index(gap, 0) == 0
     assert locate_index(gap, 1) is None
     assert locate_index(gap, 2) is None
@@ -167,8 +167,8 @@ def test_session_id_validation() -> None:
     assert check_session_id("s-1:a.b_c") == "s-1:a.b_c"
 
 
-# -- lineage (scenarios 37–41) --------------------------------------------------------------------
-def test_scenario_37_complete_lineage_with_ordered_descendants() -> None:
+# -- lineage --------------------------------------------------------------------------------------
+def test_complete_lineage_with_ordered_descendants() -> None:
     listing = [
         srec("root", t=0), srec("parent", "root", 1), srec("target", "parent", 2),
         srec("b", "target", 4), srec("a", "target", 4), srec("older", "target", 3),
@@ -195,7 +195,7 @@ def test_root_is_the_target_without_parent() -> None:
     assert trace.complete and trace.root == trace.target and trace.ancestors == ()
 
 
-def test_scenario_38_missing_immediate_parent() -> None:
+def test_missing_immediate_parent() -> None:
     trace = trace_session("partial", [srec("partial", "outside")])
     assert (trace.complete, trace.unresolved_parent_id, trace.ancestors, trace.root) == (
         False,
@@ -205,13 +205,13 @@ def test_scenario_38_missing_immediate_parent() -> None:
     )
 
 
-def test_scenario_39_missing_grandparent() -> None:
+def test_missing_grandparent() -> None:
     trace = trace_session("T", [srec("T", "P", 2), srec("P", "G", 1)])
     assert [r.header.session_id for r in trace.ancestors] == ["P"]
     assert (trace.complete, trace.unresolved_parent_id) == (False, "G")
 
 
-def test_scenario_40_cycles_and_missing_targets() -> None:
+def test_cycles_and_missing_targets() -> None:
     listing = [srec("a", "b"), srec("b", "a"), srec("c", "c"), srec("t", "x"), srec("x", "y"), srec("y", "x")]
     for target in ("a", "b", "c"):
         assert code_of(trace_session, target, listing) == "SESSION_QUERY_INVALID_LINEAGE"
@@ -232,7 +232,7 @@ def test_siblings_sort_by_created_at_then_id_without_header_last() -> None:
 
 
 @pytest.mark.parametrize("order", ["forward", "reversed"])
-def test_scenario_41_deep_chain(order: str) -> None:
+def test_deep_chain(order: str) -> None:
     depth = 3000
     listing = [srec(f"deep-{i}", f"deep-{i - 1}" if i else None, i) for i in range(depth)]
     if order == "reversed":
@@ -251,7 +251,7 @@ def test_scenario_41_deep_chain(order: str) -> None:
     assert code_of(trace_session, "deep-1500", looped) == "SESSION_QUERY_INVALID_LINEAGE"
 
 
-# -- filters (spec 3.7) ---------------------------------------------------------------------------
+# -- filters -------------------------------------------------------------------------------------
 def views(*entries: LogEntry) -> list[EventRecordView]:
     folded = fold_log(entries)
     return [event_view("s", e, folded) for e in entries]
@@ -274,7 +274,7 @@ LOG = views(
 @pytest.mark.parametrize(
     ("filters", "expected"),
     [
-        ([], [1, 2, 3, 4, 5]),  # events with text only (spec 3.4: empty text → no document)
+        ([], [1, 2, 3, 4, 5]),  # events with text only (empty text → no document)
         ([{"kind": "seq", "from": 2, "to": 4}], [2, 3, 4]),
         ([{"kind": "seq", "from": 3}], [3, 4, 5]),
         ([{"kind": "seq", "to": 1.5}], [1]),
@@ -357,7 +357,7 @@ def test_session_filters() -> None:
     assert code_of(parse_session_filters, {"kind": "id"}) == "SESSION_QUERY_INVALID_FILTER"
 
 
-# -- live + persisted (spec 3.5, scenarios 50–52) -------------------------------------------------
+# -- live + persisted -----------------------------------------------------------------------------
 def test_merge_logs_live_wins_per_seq() -> None:
     persisted = [entry(0, text="p0"), entry(1, text="p1"), entry(2, text="p2")]
     live = [
@@ -368,7 +368,7 @@ def test_merge_logs_live_wins_per_seq() -> None:
                                                          (3, "l3", True)]  # fmt: skip
 
 
-def test_scenario_50_listing_merge_and_order() -> None:
+def test_listing_merge_and_order() -> None:
     persisted = [srec("durable", t=2, ws="same"), srec("shared", t=3, ws="same")]
     live = [header("shared", t=3, ws="same", title="live title")]
     listing = merge_listing(persisted, live, Scope.workspace("same"))
@@ -399,7 +399,7 @@ def test_listing_sorts_newest_first_then_id_then_headerless() -> None:
         (SessionHeader(session_id="s", workspace_id="other", has_header=False), True),
     ],
 )
-def test_scenario_51_header_compatibility(live: SessionHeader, conflict: bool) -> None:
+def test_header_compatibility(live: SessionHeader, conflict: bool) -> None:
     persisted = header("s", delegation_depth=1, origin="main", agent_preset="y")
     if conflict:
         assert code_of(check_compatible, live, persisted) == "SESSION_QUERY_SOURCE_CONFLICT"
@@ -557,7 +557,7 @@ def live_reader(**kwargs: Any) -> tuple[OpenSearchSessionReader, FakeLive]:
         ({"index_prefix": "Bad Prefix"}, "SESSION_QUERY_INVALID_CONFIG"),
     ],
 )
-def test_scenario_35_configuration_errors_at_construction(kwargs: dict[str, Any], code: str) -> None:
+def test_configuration_errors_at_construction(kwargs: dict[str, Any], code: str) -> None:
     assert code_of(OpenSearchSessionReader, Scope.workspace("w"), **kwargs) == code
 
 
@@ -565,7 +565,7 @@ def test_scope_is_required() -> None:
     assert code_of(OpenSearchSessionReader, "w") == "SESSION_QUERY_INVALID_SCOPE"
 
 
-def test_scenario_33_window_validation_comes_first() -> None:
+def test_window_validation_comes_first() -> None:
     reader = OpenSearchSessionReader(Scope.workspace("w"), client=Untouchable())  # type: ignore[arg-type]
     for before, after in [(51, 0), (-1, 0), (0, 0.5)]:
         assert code_of(reader.read_event, "nope", 0, before, after) == "SESSION_QUERY_INVALID_WINDOW"
@@ -605,14 +605,14 @@ def test_live_session_outside_the_scope_is_not_found() -> None:
     assert reader.list_sessions() == ()
 
 
-def test_scenario_52_without_persistence_only_live_sessions_exist() -> None:
+def test_without_persistence_only_live_sessions_exist() -> None:
     fake = FakeLive([wire_header("shared", t=3)], {"shared": live_log("shared")})
     reader = OpenSearchSessionReader(Scope.workspace("w"), live=fake, persistence=False, client=Untouchable())  # type: ignore[arg-type]
     listing = reader.list_sessions()
     assert [(r.header.session_id, r.live, r.persisted, r.stats) for r in listing] == [
         ("shared", True, False, None)
     ]
-    assert code_of(reader.read_event, "durable", 0) == "SESSION_QUERY_SESSION_NOT_FOUND"  # scenario 54
+    assert code_of(reader.read_event, "durable", 0) == "SESSION_QUERY_SESSION_NOT_FOUND"  # no persistence
     trace = reader.trace_session("shared")
     assert trace.complete and trace.root == trace.target
 
@@ -642,7 +642,7 @@ def test_invalid_live_log_is_invalid_surface_but_readable() -> None:
         assert code_of(method, "live") == "SESSION_QUERY_INVALID_SURFACE"
     assert code_of(reader.filter_events, "live", []) == "SESSION_QUERY_INVALID_SURFACE"
     assert code_of(reader.trace_event, "live", 0) == "SESSION_QUERY_INVALID_SURFACE"
-    assert code_of(reader.trace_event, "live", 9) == "SESSION_QUERY_EVENT_NOT_FOUND"  # scenario 49
+    assert code_of(reader.trace_event, "live", 9) == "SESSION_QUERY_EVENT_NOT_FOUND"  # past the live log
     assert reader.read_event("live", 3).target.text == "dup"
 
 
@@ -666,7 +666,7 @@ def test_close_is_idempotent_and_refuses_reads() -> None:
         assert code_of(call) == "SESSION_QUERY_PROVIDER_CLOSED"
 
 
-def test_scenario_36_reads_return_detached_copies() -> None:
+def test_reads_return_detached_copies() -> None:
     reader, fake = live_reader()
     first = reader.read_event("live", 1, before=1)
     assert first.target.attrs is None

@@ -1,4 +1,4 @@
-"""What the model reads (D1): header, one line per match, the two empty texts, closest matches."""
+"""What the model reads: header, one line per match, the two empty texts, closest matches."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scope (D10): what a provider may read, pinned at construction, always a server-side filter."""
+"""Scope: what a provider may read, pinned at construction, always a server-side filter."""
 
 from __future__ import annotations
 

@@ -16,8 +16,9 @@ from backscroll.indexer.errors import ViewAccessDenied
 from backscroll.indexer.opensearch.security import deny, item_failure, security_failure
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.ingest.errors import LogAccessDenied
-from backscroll.ingest.kafka.security import describe_tls_error, translate
+from backscroll.ingest.kafka.security import translate
 from backscroll.ingest.settings import KafkaSettings
+from backscroll.ingest.tls import describe_tls_error
 
 SECRET = "s3cr3t-Value-never-printed"
 

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from backscroll.backend import Backend, BackendSettings, current_backend, default_sqlite_path
+from backscroll.backends import BackendSettings, EmbeddedBackend, current_backend, default_sqlite_path
 from backscroll.cli.main import app
 from backscroll.indexer.sqlite.source import SQLiteSource
 from backscroll.indexer.sqlite.view import SQLiteView
@@ -36,7 +36,7 @@ def test_embedded_is_the_default(clean_env: Path) -> None:
         settings.sqlite_path == clean_env / "data" / "backscroll" / "backscroll.db" == default_sqlite_path()
     )
     backend = current_backend()
-    assert backend.name == "embedded" and backend.index_on_search
+    assert isinstance(backend, EmbeddedBackend) and backend.name == "embedded" and backend.index_on_search
     assert "SQLite" in backend.describe()
 
 
@@ -70,13 +70,14 @@ def test_the_path_and_catch_up_come_from_the_environment(
     monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(clean_env / "elsewhere.db"))
     monkeypatch.setenv("BACKSCROLL_SQLITE_INDEX_ON_SEARCH", "false")
     backend = current_backend()
+    assert isinstance(backend, EmbeddedBackend)
     assert backend.sqlite_path == clean_env / "elsewhere.db" and not backend.index_on_search
 
 
 def test_the_embedded_factories_build_the_sqlite_pieces(tmp_path: Path) -> None:
     from backscroll.query import Scope
 
-    backend = Backend.embedded(tmp_path / "f.db")
+    backend = EmbeddedBackend(tmp_path / "f.db")
     with backend.open_log() as log, backend.open_indexer() as indexer:
         assert isinstance(log, SQLiteEntryLog) and isinstance(indexer.source, SQLiteSource)
         assert isinstance(indexer.view, SQLiteView)

@@ -308,11 +308,11 @@ def test_a_stop_keeps_what_was_committed(tmp_path: Path) -> None:
 
 
 def test_the_commands_indexer_starts_with_the_catch_up(tmp_path: Path) -> None:
-    from backscroll.backend import Backend
+    from backscroll.backends import EmbeddedBackend
 
     path = tmp_path / "s.db"
     _append(path, RECORDS)
-    with Backend.embedded(path).open_indexer() as runner:
+    with EmbeddedBackend(path).open_indexer() as runner:
         assert isinstance(runner.bulk, SQLiteCatchUp)
         # Larger batches than the runner's own: fewer full-text segments to merge.
         assert runner.bulk.batch_max == sqlite_catchup.CATCH_UP_BATCH_MAX > runner.batch_max

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from backscroll.backend import Backend
+from backscroll.backends import EmbeddedBackend
 from backscroll.indexer.sqlite.runner import embedded_runner
 from backscroll.ingest.sqlite.log import SQLiteEntryLog
 from backscroll.query import Scope, SessionQueryRequest
+from backscroll.query.bounded import Bounded
 from backscroll.query.engine import Corpus
 from backscroll.query.sqlite import provider as sqlite_provider
-from backscroll.query.sqlite.memo import Bounded, SnapshotMemo
+from backscroll.query.sqlite.memo import SnapshotMemo
 from backscroll.query.sqlite.provider import SQLiteProvider
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
@@ -97,7 +98,7 @@ def test_an_idle_catch_up_does_not_wait_for_a_poll_interval(tmp_path: Path) -> N
         assert indexer.catch_up() == 1
     assert slept == []
     # The backend's providers catch up before each read the same way.
-    with Backend.embedded(path).open_provider(Scope.workspace("ws-a")) as provider:
+    with EmbeddedBackend(path).open_provider(Scope.workspace("ws-a")) as provider:
         assert provider.search(SessionQueryRequest(query="again")).matches
 
 

@@ -16,16 +16,17 @@ from typing import Any
 import pytest
 from rapidfuzz.distance import OSA
 
-from backscroll.backend import Backend
+from backscroll.backends import EmbeddedBackend
 from backscroll.indexer.sqlite.runner import embedded_runner
 from backscroll.indexer.sqlite.view import SQLiteView
 from backscroll.ingest.sqlite.log import SQLiteEntryLog, connect
 from backscroll.query import Scope, SessionQueryError, SessionQueryRequest
+from backscroll.query.bounded import Bounded
 from backscroll.query.cursor import encode_cursor, request_fingerprint
 from backscroll.query.plan import excerpt_budget, plan_request
 from backscroll.query.scoring import fuzzy_budget, score_text, typo_budget, typo_match
 from backscroll.query.sqlite import candidates
-from backscroll.query.sqlite.memo import LENGTHS_KEPT, Bounded
+from backscroll.query.sqlite.memo import LENGTHS_KEPT
 from backscroll.query.sqlite.provider import SQLiteProvider, typo_candidates
 
 VOCAB = [
@@ -185,7 +186,7 @@ def test_one_edit_above_two_then_recency_not_spelling(tmp_path: Path) -> None:
     with SQLiteProvider(Scope.session("t-1"), path) as provider:
         result = provider.search(SessionQueryRequest(query="rexkon"))
     # Every one is a typo-tier match (two edits allowed for six letters): one edit ("reckon") is
-    # the better typo tier; the two-edit ones tie and recency orders them (D2).
+    # the better typo tier; the two-edit ones tie and recency orders them.
     assert len({m.score for m in result.matches}) == 2
     assert [m.seq for m in result.matches] == [1, 2, 0]
 
@@ -439,7 +440,7 @@ def test_threads_share_one_provider(provider: SQLiteProvider) -> None:
 
 
 def test_the_embedded_backend_catches_up_before_each_search(tmp_path: Path) -> None:
-    backend = Backend.embedded(tmp_path / "live.db")
+    backend = EmbeddedBackend(tmp_path / "live.db")
     event = {
         "v": 1,
         "kind": "event",

@@ -20,10 +20,11 @@ from backscroll.indexer.textfold import WORD_RE, fold
 from backscroll.ingest.sqlite.log import SQLiteEntryLog, connect
 from backscroll.query import Scope, SessionQueryRequest, SessionQueryResult
 from backscroll.query.plan import plan_request
+from backscroll.query.scan import may_match, needle
 from backscroll.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
 from backscroll.query.sqlite.candidates import scope_workspaces, typo_candidates
 from backscroll.query.sqlite.provider import SQLiteProvider
-from backscroll.query.sqlite.scan import SCAN_MAX_ROWS, may_match, needle, page_hints
+from backscroll.query.sqlite.scan import SCAN_MAX_ROWS, page_hints
 
 WORDS = [
     "report",

@@ -1,4 +1,5 @@
-"""The model-facing ``session_query`` tool over an in-memory provider (spec §2.6–2.8, D1, D7, D10)."""
+"""The model-facing ``session_query`` tool over an in-memory provider: arguments, gating, limits,
+rendering and the scope."""
 
 from __future__ import annotations
 
@@ -84,13 +85,13 @@ def test_the_fake_is_a_session_query() -> None:
     assert isinstance(FakeProvider(), SessionQuery)
 
 
-# -- scenario 15: argument forms -------------------------------------------------------------------
+# -- argument forms -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "arguments", ["", "   ", "\n\t", "{}", None, {}, b"", b"{}", '{"query": null}', '{"limit": null}']
 )
-def test_15_empty_arguments_browse(arguments: Any) -> None:
+def test_empty_arguments_browse(arguments: Any) -> None:
     made, provider = _tool(("one", "two", "three"))
     text = made.run(arguments)
     assert text.startswith("3 matches (searched 3 entries):")
@@ -122,7 +123,7 @@ def test_15_empty_arguments_browse(arguments: Any) -> None:
         {"query": 1.5},
     ],
 )
-def test_15_malformed_arguments_are_invalid_arguments(arguments: Any) -> None:
+def test_malformed_arguments_are_invalid_arguments(arguments: Any) -> None:
     made, provider = _tool()
     with pytest.raises(ToolError) as caught:
         made.run(arguments)
@@ -130,7 +131,7 @@ def test_15_malformed_arguments_are_invalid_arguments(arguments: Any) -> None:
     assert provider.requests == [], "nothing reaches the provider"
 
 
-def test_15_arguments_as_json_text_bytes_or_mapping_are_equal() -> None:
+def test_arguments_as_json_text_bytes_or_mapping_are_equal() -> None:
     made, provider = _tool(("alpha beta", "alpha"))
     outputs = {
         made.run('{"query": "alpha", "limit": 1}'),
@@ -141,10 +142,10 @@ def test_15_arguments_as_json_text_bytes_or_mapping_are_equal() -> None:
     assert {(r.query, r.limit) for r in provider.requests} == {("alpha", 1)}
 
 
-# -- scenarios 19–21: unknown arguments are ignored; the fence ------------------------------------
+# -- unknown arguments are ignored; the fence ------------------------------------------------------
 
 
-def test_19_unknown_arguments_are_ignored() -> None:
+def test_unknown_arguments_are_ignored() -> None:
     made, provider = _tool(("model answer",))
     made.run(
         {
@@ -162,7 +163,7 @@ def test_19_unknown_arguments_are_ignored() -> None:
     assert request.excerpt_bytes == DEFAULT_EXCERPT_BYTES
 
 
-def test_20_21_the_provider_receives_only_the_pinned_request() -> None:
+def test_the_provider_receives_only_the_pinned_request() -> None:
     made, provider = _tool(session_id="s1")
     made.run('{"query": "x", "session_id": "s9"}')
     assert provider.requests == [
@@ -170,7 +171,7 @@ def test_20_21_the_provider_receives_only_the_pinned_request() -> None:
     ]
 
 
-def test_20_without_a_pinned_id_the_scope_decides() -> None:
+def test_without_a_pinned_id_the_scope_decides() -> None:
     made, provider = _tool()
     made.run({"query": "x", "session_id": "s9"})
     assert provider.requests[0].session_id is None, "the provider's own scope, never the model's id"
@@ -189,31 +190,31 @@ def test_the_schema_offers_only_query_and_limit() -> None:
         jsonschema.validate(valid, schema)
 
 
-# -- scenario 22/23: declining, gating, parallel --------------------------------------------------
+# -- declining, gating, parallel ------------------------------------------------------------------
 
 
-def test_22_declines_without_a_provider() -> None:
+def test_declines_without_a_provider() -> None:
     assert session_query_tool(None) is None
     assert session_query_tool(None, workspace=True) is None
     made, _ = _tool()
     assert isinstance(made, SessionQueryTool) and made.name == TOOL_NAME == "session_query"
 
 
-def test_22_workspace_variant_has_its_own_name() -> None:
+def test_workspace_variant_has_its_own_name() -> None:
     made, _ = _tool(workspace=True)
     assert made.name == "workspace_query" and made.name != TOOL_NAME
     assert "workspace" in made.description
     assert made.openai_tool()["function"]["name"] == "workspace_query"
 
 
-def test_23_self_gated_and_parallel_safe() -> None:
+def test_self_gated_and_parallel_safe() -> None:
     made, _ = _tool()
     assert made.parallel_safe is True
     assert made.self_gated is True
     assert SessionQueryTool.parallel_safe is True and SessionQueryTool.self_gated is True
 
 
-def test_23_parallel_calls_are_safe() -> None:
+def test_parallel_calls_are_safe() -> None:
     made, provider = _tool(tuple(f"entry {i}" for i in range(30)))
     outputs: list[str] = []
     errors: list[BaseException] = []
@@ -232,7 +233,7 @@ def test_23_parallel_calls_are_safe() -> None:
     assert errors == [] and len(outputs) == 30 and len(provider.requests) == 30
 
 
-# -- scenario 5 / D7: clamping --------------------------------------------------------------------
+# -- clamping -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -250,13 +251,13 @@ def test_23_parallel_calls_are_safe() -> None:
         (10**30, 50),
     ],
 )
-def test_05_limit_is_clamped_and_non_positive_means_default(limit: int | None, expected: int) -> None:
+def test_limit_is_clamped_and_non_positive_means_default(limit: int | None, expected: int) -> None:
     made, provider = _tool()
     made.run({"query": "x"} if limit is None else {"query": "x", "limit": limit})
     assert provider.requests[0].limit == expected
 
 
-def test_05_operator_max_and_default() -> None:
+def test_operator_max_and_default() -> None:
     made, provider = _tool(max_limit=3, default_limit=2)
     for limit in (999, 0, None, 3, 1):
         made.run({} if limit is None else {"limit": limit})
@@ -264,14 +265,14 @@ def test_05_operator_max_and_default() -> None:
     assert "at most 3" in made.parameters["properties"]["limit"]["description"]
 
 
-def test_05_bad_tool_configuration() -> None:
+def test_bad_tool_configuration() -> None:
     for kwargs in ({"default_limit": 0}, {"default_limit": 51}, {"max_limit": 3, "default_limit": 10}):
         with pytest.raises(SessionQueryError) as caught:
             SessionQueryTool(FakeProvider(), **kwargs)  # type: ignore[arg-type]
         assert caught.value.code == "SESSION_QUERY_INVALID_CONFIG"
 
 
-def test_05_the_header_reports_what_was_returned() -> None:
+def test_the_header_reports_what_was_returned() -> None:
     made, _ = _tool(tuple("match me" for _ in range(100)), max_limit=3, default_limit=3)
     text = made.run({"query": "match", "limit": 999})
     assert text.splitlines()[0] == "3 matches (searched 100 entries):"
@@ -308,7 +309,7 @@ def test_unexpected_provider_exceptions_are_not_no_results() -> None:
     assert "bug in a custom provider" not in str(caught.value)  # diagnostics are logged, not shown
 
 
-# -- rendering (D1) --------------------------------------------------------------------------------
+# -- rendering -----------------------------------------------------------------------------------
 
 
 def _match(seq: int, **kwargs: Any) -> SessionMatch:
@@ -327,7 +328,7 @@ def _match(seq: int, **kwargs: Any) -> SessionMatch:
     return SessionMatch(**fields)
 
 
-def test_d1_match_blocks() -> None:
+def test_rendered_match_blocks() -> None:
     result = SessionQueryResult(
         matches=(
             _match(7),
@@ -359,7 +360,7 @@ def test_d1_match_blocks() -> None:
     )
 
 
-def test_d1_one_match_partial_and_more() -> None:
+def test_rendered_one_match_partial_and_more() -> None:
     one = render_result(SessionQueryResult(matches=(_match(1),), searched=1), "q")
     assert one.startswith("1 match (searched 1 entries):\n")
     two = SessionQueryResult(matches=(_match(1), _match(0)), searched=4, partial=True)
@@ -370,14 +371,14 @@ def test_d1_one_match_partial_and_more() -> None:
     assert not more.endswith("\n")
 
 
-def test_d1_the_two_empty_texts() -> None:
+def test_rendered_empty_texts() -> None:
     assert render_result(SessionQueryResult(searched=0), "x") == NO_HISTORY
     assert render_result(SessionQueryResult(searched=0), "") == NO_HISTORY
     no_match = render_result(SessionQueryResult(searched=3), "zzz")
     assert no_match == 'No entries matched "zzz" (searched 3 entries).'
 
 
-def test_08_09_tool_empty_texts() -> None:
+def test_tool_empty_texts() -> None:
     empty, _ = _tool(())
     assert empty.run({"query": "x"}) == NO_HISTORY
     assert empty.run({}) == NO_HISTORY
@@ -393,7 +394,7 @@ def test_output_is_bounded_by_limit_times_excerpt() -> None:
 
 
 def test_echoed_query_stays_one_line() -> None:
-    """D1's no-match sentence quotes the query; a newline in it must not break the one-line shape."""
+    """The no-match sentence quotes the query; a newline in it must not break the one-line shape."""
     made, _ = _tool(("a", "b"))
     text = made.run({"query": "first\nsecond"})
     assert "\n" not in text and text.startswith("No entries matched ")

@@ -25,7 +25,7 @@ from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 from pydantic import TypeAdapter
 
-from backscroll.backend import Backend
+from backscroll.backends import Backend, EmbeddedBackend
 from backscroll.query import Scope
 from backscroll.query.tools import DEFAULT_MAX_OUTPUT_CHARS, Toolset, session_tools
 
@@ -65,7 +65,7 @@ def _event(
 
 def load(path: Path) -> Backend:
     """An embedded backend holding two workspaces (ws-a: s-root and its child; ws-b: s-secret)."""
-    backend = Backend.embedded(path)
+    backend = EmbeddedBackend(path)
     records = [
         {
             "v": 1,
@@ -292,7 +292,7 @@ def test_anthropic_messages_round_trip(toolset: Toolset) -> None:
     assert [block["tool_use_id"] for block in sent] == ["toolu_1", "toolu_2"]
 
 
-# -- the adapters take any JSON (issue 13 item 2) ---------------------------------------------------------
+# -- the adapters take any JSON -----------------------------------------------------------------------------
 
 ANY_JSON: list[Any] = [
     None, [], ["x"], [1, 2], (1, 2), 0, 7, -1, 2.5, float("nan"), True, False, "", " ", "x", "[1]", "5",

@@ -511,7 +511,7 @@ def test_attrs_floats_must_be_finite(value: float) -> None:
 
 @pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 10**30])
 def test_attrs_integers_beyond_64_bits_are_rejected_never_rounded(value: int) -> None:
-    """Issue 13 item 5: 2^64 was stored as the float 1.8446744073709552e19."""
+    """2^64 was once stored as the float 1.8446744073709552e19."""
     assert "64-bit range" in str(assert_rejected(event(attrs={"k": value}), "attrs.k"))
     literal = orjson.dumps(event(attrs={"k": 0})).replace(b'"k":0', b'"k":' + str(value).encode())
     with pytest.raises(RecordRejected) as caught:
@@ -549,7 +549,7 @@ def test_a_seq_beyond_64_bits_is_rejected() -> None:
     ],
 )
 def test_nul_is_rejected_in_text_fields(fields: dict[str, Any], field: str) -> None:
-    """Issue 13 item 5: NUL in text was accepted although the validator said it was not."""
+    """NUL in text was once accepted although the validator said it was not."""
     assert "NUL" in str(assert_rejected(event(**fields), field))
 
 

@@ -102,7 +102,7 @@ def append(
     ] = None,
 ) -> None:
     """Append wire-format records (one JSON object per line) to the session log (BACKSCROLL_BACKEND)."""
-    from backscroll.backend import current_backend, open_log
+    from backscroll.backends import current_backend
     from backscroll.cli.append_pipeline import (
         EMBEDDED_BATCH_RECORDS,
         PARALLEL_MIN_BYTES,
@@ -128,10 +128,10 @@ def append(
                 Preparer(auto_workers() if workers is None else workers, eager=eager)
             )
             backend = current_backend()
-            log = stack.enter_context(open_log(backend, live=False))  # appends and exits: no reader
+            log = stack.enter_context(backend.open_log(live=False))  # appends and exits: no reader
             meter = Meter(stack, "appending", size)
             queued = 0
-            per_chunk = EMBEDDED_BATCH_RECORDS if backend.name == "embedded" else BATCH_RECORDS
+            per_chunk = EMBEDDED_BATCH_RECORDS if backend.commits_each_append else BATCH_RECORDS
             chunks = iter_chunks(stream, MAX_RECORD_BYTES, per_chunk)
             try:
                 for chunk, records, rejections in preparer.run(chunks):

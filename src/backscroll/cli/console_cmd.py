@@ -39,7 +39,7 @@ def console(
         from backscroll.console.source import ConsoleSource
     except ImportError as err:
         fail(f"the console needs its extra: pip install 'backscroll[console]' ({err})", EXIT_USAGE)
-    from backscroll.backend import current_backend
+    from backscroll.backends import current_backend
     from backscroll.query import SessionQueryError
 
     try:

@@ -1,7 +1,7 @@
 """``backscroll demo``: the whole path (append → index → search), with timings.
 
 Runs on the embedded backend (one SQLite file, no servers) by default and on the real Kafka and
-OpenSearch with ``stack=True``; both go through :class:`backscroll.backend.Backend`, so the demo body
+OpenSearch with ``stack=True``; both go through :class:`backscroll.backends.Backend`, so the demo body
 is one code path.
 """
 
@@ -14,7 +14,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from backscroll.backend import Backend, default_sqlite_path, settings_from_env
+from backscroll.backends import (
+    Backend,
+    EmbeddedBackend,
+    KafkaOpenSearchBackend,
+    default_sqlite_path,
+    settings_from_env,
+)
 from backscroll.cli.workload import demo_records
 from backscroll.query import Scope, SessionQueryRequest, render_result
 from backscroll.textsafe import safe_text
@@ -41,7 +47,7 @@ def demo_backend(*, stack: bool, run: str, path: Path | None = None) -> tuple[Ba
         target = path or default_sqlite_path().with_name("demo.db")
         for suffix in ("", "-wal", "-shm"):
             Path(f"{target}{suffix}").unlink(missing_ok=True)
-        return Backend.embedded(target), f"BACKSCROLL_BACKEND=embedded BACKSCROLL_SQLITE_PATH={target}"
+        return EmbeddedBackend(target), f"BACKSCROLL_BACKEND=embedded BACKSCROLL_SQLITE_PATH={target}"
     from backscroll.indexer import IndexerSettings, OpenSearchSettings
     from backscroll.ingest import KafkaSettings
 
@@ -50,7 +56,7 @@ def demo_backend(*, stack: bool, run: str, path: Path | None = None) -> tuple[Ba
         update={"index_prefix": f"backscroll-demo-{run}"}
     )
     indexer = settings_from_env(IndexerSettings).model_copy(update={"group_id": f"backscroll-demo-{run}"})
-    backend = Backend.kafka_opensearch(kafka, opensearch, indexer)
+    backend = KafkaOpenSearchBackend(kafka, opensearch, indexer)
     return backend, (
         f"BACKSCROLL_BACKEND=kafka-opensearch BACKSCROLL_KAFKA_TOPIC={kafka.topic} "
         f"BACKSCROLL_OPENSEARCH_INDEX_PREFIX={opensearch.index_prefix}"

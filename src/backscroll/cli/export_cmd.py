@@ -40,19 +40,14 @@ def export(
     ] = None,
 ) -> None:
     """Print the original records of SESSION (or of a workspace) as JSONL, in log order."""
-    from backscroll.backend import current_backend
-    from backscroll.ingest.export import LogExport, export_kafka, export_sqlite
+    from backscroll.backends import current_backend
+    from backscroll.ingest.export import LogExport
 
     if session is None and workspace is None:
         fail("give a SESSION or --workspace W", EXIT_USAGE)
     job = LogExport(session_id=session, workspace_id=workspace)
     with errors():
-        backend = current_backend()
-        if backend.name == "embedded":
-            records = export_sqlite(backend.sqlite_path, job)
-        else:
-            assert backend.kafka is not None
-            records = export_kafka(backend.kafka, job)
+        records = current_backend().export(job)
         if output is None:
             _write(records, sys.stdout.buffer)
         else:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
 import typer
-from rich.table import Table
 
 from backscroll.cli import append_cmd, output
+from backscroll.cli.version import print_versions
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history."
@@ -32,6 +31,15 @@ def _main(
         Literal["debug", "info", "warning", "error", "critical"] | None,
         typer.Option("--log-level", case_sensitive=False, help="Log level (BACKSCROLL_LOG_LEVEL; warning)."),
     ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=print_versions,
+            help="Print the version of each installed backscroll distribution and exit.",
+        ),
+    ] = False,
 ) -> None:
     _state["debug"] = debug
     from backscroll.logging_setup import LoggingConfigError, configure_from_settings
@@ -98,9 +106,9 @@ def _search_scope(workspace: str | None, session: str | None, as_json: bool) -> 
 def _require_known(scope: Any, workspace: str | None, session: str | None, as_json: bool) -> None:
     """An empty answer from a workspace or session that does not exist is an error, not "no
     history yet": the operator most likely mistyped the id."""
-    from backscroll.backend import open_reader
+    from backscroll.backends import current_backend
 
-    with open_reader(scope) as reader:
+    with current_backend().open_reader(scope) as reader:
         known = {record.header.session_id for record in reader.list_sessions()}
     if session is not None and session not in known:
         where = f" in workspace {workspace}" if workspace else ""
@@ -147,13 +155,13 @@ def search(
     ] = False,
 ) -> None:
     """Scoped, typo- and accent-tolerant search (BACKSCROLL_CURSOR_KEY: cursors work across processes)."""
-    from backscroll.backend import open_provider
+    from backscroll.backends import current_backend
     from backscroll.cli.search_pages import print_all, print_next, time_option
     from backscroll.query import DEFAULT_LIMIT, MAX_LIMIT, SessionQueryRequest, render_result
 
     with _errors(as_json):
         scope = _search_scope(workspace, session, as_json)
-        with open_provider(scope) as provider:
+        with current_backend().open_provider(scope) as provider:
             request = SessionQueryRequest(
                 session_id=session,
                 query=query,
@@ -193,39 +201,6 @@ def demo(
 
     with _errors():
         run_demo(console, workspaces=workspaces, sessions=sessions, stack=stack)
-
-
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def bench(ctx: typer.Context) -> None:
-    """Run the benchmarks (relevance, pipeline, append, reads) from a checkout; arguments pass through.
-
-    `backscroll bench relevance --entries 100000 --report`, `backscroll bench pipeline --events 50000`,
-    `backscroll bench report`; needs `pip install -e '.[bench]'`.
-    """
-    import subprocess
-
-    root = Path(__file__).resolve().parents[3]
-    if not (root / "tests" / "benchmarks" / "run.py").is_file():
-        _fail("the benchmarks live in the source checkout (tests/benchmarks); run from a clone", 2)
-    args = list(ctx.args)
-    modules = {
-        "pipeline": "bench_pipeline",
-        "append": "bench_append",
-        "reads": "bench_reads",
-        "cli-append": "bench_cli_append",
-    }
-    if args and args[0] in modules:
-        module, args = f"tests.benchmarks.{modules[args[0]]}", args[1:]
-    else:
-        module = "tests.benchmarks.run"
-    raise typer.Exit(subprocess.call([sys.executable, "-m", module, *args], cwd=root))
-
-
-def _table(title: str, columns: list[str]) -> Table:
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
-    return table
 
 
 from backscroll.cli.ops_cmd import register as register_ops  # noqa: E402 - index, dlq, rebuild, forget

@@ -71,7 +71,7 @@ def mcp(
         from backscroll.query.tools.mcp_server import build_server, serve_http, serve_stdio
     except ImportError:
         _fail("the MCP server needs the mcp extra: pip install 'backscroll[mcp]'")
-    from backscroll.backend import current_backend
+    from backscroll.backends import current_backend
     from backscroll.query import Scope, SessionQueryError
     from backscroll.query.tools import session_tools
 

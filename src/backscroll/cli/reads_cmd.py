@@ -1,11 +1,11 @@
 """``backscroll sessions``, ``backscroll read`` and ``backscroll trace``: exact reads from a terminal.
 
-Every command reads through the configured backend's session reader (``backscroll.backend.open_reader``:
-:class:`~backscroll.query.OpenSearchSessionReader` or the embedded ``SQLiteSessionReader``) pinned to a
-scope: the
-workspace given with ``--workspace``, or the sessions given with ``--session``. Without either,
-``read`` and ``trace`` use the workspace of the session they name (the CLI is a trusted operator
-tool: lineage across the workspace is what an operator expects; the model tools stay pinned).
+Every command reads through the configured backend's session reader (``open_reader`` of the
+:class:`~backscroll.backends.Backend`: :class:`~backscroll.query.OpenSearchSessionReader` or the
+embedded ``SQLiteSessionReader``) pinned to a scope: the workspace given with ``--workspace``, or the
+sessions given with ``--session``. Without either, ``read`` and ``trace`` use the workspace of the
+session they name (the CLI is a trusted operator tool: lineage across the workspace is what an operator
+expects; the model tools stay pinned).
 ``--json`` prints the result model as JSON (an error as ``{"error": {"code", "message",
 "retriable"}}``, on stdout too); the human output is tables and trees, user text escaped (no
 markup, no control characters). Exit status: 0, 1 for a read error (an unknown session or
@@ -101,9 +101,9 @@ def _home_scope(session_id: str) -> Scope:
 
 
 def _reader(scope: Scope, **kwargs: Any) -> ReaderBase:
-    from backscroll.backend import open_reader
+    from backscroll.backends import current_backend
 
-    return open_reader(scope, **kwargs)
+    return current_backend().open_reader(scope, **kwargs)
 
 
 def _print_json(payload: Any) -> None:

@@ -2,8 +2,9 @@
 
 ``backscroll console`` serves :func:`~backscroll.console.app.create_app` with uvicorn. Pages are
 rendered on the server (Jinja2, autoescaped); the only script is a small static file (the CSP forbids
-inline script). Everything is read through the configured backend's public providers and readers;
-operator actions (dead letters, forget) go through :mod:`backscroll.console.ops`.
+inline script). Everything is read and done through the configured
+:class:`~backscroll.backends.Backend`: its providers and readers, its catalog and health, and its
+operator actions (dead letters, forget).
 """
 
 __all__: list[str] = []

@@ -1,8 +1,9 @@
-"""The console's ASGI application: routes, authentication and rendering.
+"""The console's ASGI application: routes and authentication.
 
 :func:`create_app` builds a Starlette app over a :class:`~backscroll.console.source.ConsoleSource`.
 Handlers authenticate the caller (:class:`~backscroll.console.security.Guard`), derive the scope
-its token allows, and render server-side templates; blocking backend calls run in the thread pool.
+its token allows, and render server-side templates (:mod:`backscroll.console.state`); blocking
+backend calls run in the thread pool.
 """
 
 from __future__ import annotations
@@ -10,64 +11,26 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 from jinja2 import Environment, PackageLoader
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from backscroll.console import pages
 from backscroll.console.security import COOKIE, Guard, SecurityHeaders, safe_next, same_origin
 from backscroll.console.settings import Access, Grants
 from backscroll.console.source import ConsoleSource
+from backscroll.console.state import ConsoleState, Page, render, state_of
 from backscroll.console.views import utc
 
 __all__ = ["ConsoleState", "Page", "create_app"]
 
 _MAX_FORM_BYTES = 16 * 1024
-
-
-@dataclass
-class ConsoleState:
-    """What every handler needs: the data source, the guard, whether writes are allowed."""
-
-    source: ConsoleSource
-    guard: Guard
-    writes: bool
-    templates: Environment
-
-
-class Page(Exception):
-    """Stop a handler with an error page (status and a one-line, escaped message)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def state_of(request: Request) -> ConsoleState:
-    state: ConsoleState = request.app.state.console
-    return state
-
-
-def render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    state = state_of(request)
-    access: Access | None = request.scope.get("backscroll.access")
-    body = state.templates.get_template(name).render(
-        request=request,
-        access=access,
-        csrf=state.guard.csrf_for(access) if access is not None else "",
-        writes=state.writes,
-        backend=state.source.backend.name,
-        login=state.guard.grants.required,
-        **context,
-    )
-    return HTMLResponse(body, status_code=status)
 
 
 Handler = Callable[[Request, Access], Awaitable[Response]]
@@ -157,8 +120,6 @@ async def index(request: Request, access: Access) -> Response:
 
 def create_app(source: ConsoleSource, grants: Grants, *, writes: bool = False, loopback: bool = True) -> Any:
     """The console as an ASGI app (Starlette wrapped in the security-header middleware)."""
-    from backscroll.console import pages
-
     templates = Environment(loader=PackageLoader("backscroll.console", "templates"), autoescape=True)
     templates.filters["utc"] = utc
     templates.globals["quote"] = lambda value: quote(str(value), safe="")

@@ -16,10 +16,10 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from backscroll.console import ops
-from backscroll.console.app import Page, render, state_of
+from backscroll.backends import ParkedRecord, WorkspaceCount
 from backscroll.console.settings import Access
-from backscroll.console.source import SourceUnavailable, WorkspaceCount
+from backscroll.console.source import SourceUnavailable
+from backscroll.console.state import Page, render, state_of
 from backscroll.console.views import (
     SEARCH_KINDS,
     LineageView,
@@ -300,29 +300,31 @@ async def forget(request: Request, access: Access) -> Response:
     source = state_of(request).source
     session_id = request.path_params["session_id"]
     await _session_scope(request, access, session_id)  # "not found" outside the token's workspaces
-    deleted = await _call(lambda: ops.forget(source.backend, session_id))
+    forgotten = await _call(lambda: source.operate(lambda: source.backend.forget(session_id)))
     source.forget_listings()
     return render(
         request,
         "done.html",
         page_title="Forgotten",
-        message=f"Deleted {deleted} events of {session_id} from the projection; the log keeps its records.",
+        message=f"Deleted {forgotten.events} events of {session_id} from the projection; "
+        "the log keeps its records.",
     )
 
 
 # -- health ---------------------------------------------------------------------------------------
 async def health(request: Request, access: Access) -> Response:
     source = state_of(request).source
-    facts = await run_in_threadpool(ops.health, source.backend)
+    facts = await run_in_threadpool(source.backend.health)
     problems = list(facts.problems)
     try:
         catalog = _visible(access, await run_in_threadpool(source.workspaces, fresh=True))
     except SourceUnavailable as err:
         catalog, problems = [], [*problems, str(err)]
+    letters: list[ParkedRecord] = []
     try:
-        letters = await run_in_threadpool(ops.dead_letters, source.backend)
+        letters = await run_in_threadpool(source.operate, source.backend.dead_letters)
     except SourceUnavailable as err:
-        letters, problems = [], [*problems, str(err)]
+        problems = [*problems, f"cannot read the dead letters: {err}"]
     visible = [letter for letter in letters if access.allows(letter.workspace_id)]
     return render(
         request,
@@ -334,7 +336,7 @@ async def health(request: Request, access: Access) -> Response:
         letters=visible,
         hidden_letters=len(letters) - len(visible),
         limited=access.workspaces is not None,
-        can_replay=ops.replay_supported(source.backend) and access.workspaces is None,
+        can_replay=access.workspaces is None,
         describe=source.backend.describe() if access.workspaces is None else source.backend.name,
     )
 
@@ -343,7 +345,7 @@ async def replay(request: Request, access: Access) -> Response:
     source = state_of(request).source
     if access.workspaces is not None:
         raise Page(403, "replaying dead letters needs a token for every workspace")
-    sent = await _call(lambda: ops.replay(source.backend))
+    sent = await _call(lambda: source.operate(source.backend.replay_dead_letters))
     return render(
         request, "done.html", page_title="Replayed", message=f"Re-sent {sent} dead letters to the log."
     )

@@ -1,26 +1,24 @@
-"""The console's read side: providers and readers of the configured backend, and the workspace catalog.
+"""What the console reads, all through the configured :class:`~backscroll.backends.Backend`.
 
-Searches and reads go through the public ``Backend.open_provider`` / ``Backend.open_reader`` only,
-pinned to a scope the request's token allows. Providers and readers are thread-safe and reused per
-scope (a small LRU). The workspace catalog (which workspaces exist, with their session and event
-counts) has no public API yet, so it is read here, once per few seconds, from the projection.
+Searches and reads go through ``Backend.open_provider`` / ``Backend.open_reader`` only, pinned to a
+scope the request's token allows. Providers and readers are thread-safe and reused per scope (a
+small LRU). The workspace catalog (``Backend.workspaces``) and the scopes' session listings are
+kept for a few seconds; the operator operations run through :meth:`ConsoleSource.operate`.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from backscroll.backends import WorkspaceCount
 from backscroll.query import Scope, SessionQueryError, SessionQueryRequest, SessionQueryResult, SessionRecord
 
 if TYPE_CHECKING:
-    from backscroll.backend import Backend, Provider, Reader
+    from backscroll.backends import Backend, Provider, Reader
 
 __all__ = ["ConsoleSource", "SourceUnavailable", "WorkspaceCount"]
 
@@ -32,15 +30,6 @@ _STALE_MAX_S = 60.0
 
 class SourceUnavailable(RuntimeError):
     """The backend did not answer (an error page, never "no results")."""
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceCount:
-    """One workspace of the catalog."""
-
-    workspace_id: str
-    sessions: int
-    events: int
 
 
 class _Pool:
@@ -88,7 +77,6 @@ class ConsoleSource:
         self._catalog: tuple[float, list[WorkspaceCount]] | None = None
         self._listing_lock = threading.Lock()
         self._listings: OrderedDict[Scope, tuple[float, tuple[SessionRecord, ...]]] = OrderedDict()
-        self._indexer: Any = None
         self._refresh_lock = threading.Lock()
         self._refreshing: set[tuple[Any, ...]] = set()
 
@@ -180,133 +168,33 @@ class ConsoleSource:
 
     def _load_catalog(self) -> list[WorkspaceCount]:
         with self._catalog_lock:
-            if self.backend.name == "embedded":
-                found = self._embedded_catalog()
-            else:
-                found = self._opensearch_catalog()
+            found = self._read_catalog()
             self._catalog = (time.monotonic(), found)
             return found
 
+    def _read_catalog(self) -> list[WorkspaceCount]:
+        return self.operate(self.backend.workspaces)
+
     def workspace_of(self, session_id: str) -> str | None:
         """The workspace of a projected session (``None``: not in the projection)."""
-        if self.backend.name == "embedded":
-            for attempt in range(2):
-                with self._sqlite() as conn:
-                    row = None
-                    if (
-                        conn is not None
-                        and conn.execute(
-                            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
-                        ).fetchone()
-                    ):
-                        row = conn.execute(
-                            "SELECT workspace_id FROM sessions WHERE session_id = ?", (session_id,)
-                        ).fetchone()
-                if row is not None or attempt:
-                    return None if row is None else str(row[0])
-                with self._catalog_lock:  # not projected yet? catch up once, as a reader would
-                    self._catch_up()
-            return None  # pragma: no cover
-        return self._opensearch_workspace_of(session_id)
+        return self.operate(lambda: self.backend.workspace_of(session_id))
 
-    def _opensearch_workspace_of(self, session_id: str) -> str | None:
-        from opensearchpy.exceptions import NotFoundError, OpenSearchException
+    def operate(self, operation: Callable[[], _T]) -> _T:
+        """``operation()``, one of the backend's operator operations; the typed errors of the
+        stages become :class:`SourceUnavailable` (an error page, never "nothing there")."""
+        from backscroll.indexer.errors import IndexerError
+        from backscroll.ingest.errors import IngestError
 
-        from backscroll.indexer.document import sessions_alias
-        from backscroll.query.opensearch.clients import shared_client
-
-        settings = self.backend.opensearch
-        assert settings is not None
         try:
-            found = shared_client(settings).get(
-                index=sessions_alias(settings.index_prefix),
-                id=session_id,
-                routing=session_id,
-                _source_includes="workspace_id",
-                request_timeout=settings.timeout_s,
-            )
-        except NotFoundError:
-            return None
-        except (OpenSearchException, OSError) as err:
-            raise SourceUnavailable(f"OpenSearch {settings.url} did not answer: {err}") from err
-        workspace = found.get("_source", {}).get("workspace_id")
-        return workspace if isinstance(workspace, str) else None
-
-    def _catch_up(self) -> None:
-        """Embedded: project what was appended since (as the providers do before each search)."""
-        if not self.backend.index_on_search or not self.backend.sqlite_path.exists():
-            return
-        try:
-            if self._indexer is None:
-                self._indexer = self.backend.open_indexer()
-            self._indexer.catch_up()
-        except Exception as err:  # the indexer's typed errors; the catalog is still readable
-            raise SourceUnavailable(f"cannot catch the projection up: {err}") from err
-
-    @contextmanager
-    def _sqlite(self) -> Iterator[sqlite3.Connection | None]:
-        path = self.backend.sqlite_path
-        if not path.exists():
-            yield None
-            return
-        try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-        except sqlite3.Error as err:
-            raise SourceUnavailable(f"cannot open {path}: {err}") from err
-        try:
-            yield conn
-        except sqlite3.Error as err:
-            raise SourceUnavailable(f"cannot read {path}: {err}") from err
-        finally:
-            conn.close()
-
-    def _embedded_catalog(self) -> list[WorkspaceCount]:
-        self._catch_up()
-        with self._sqlite() as conn:
-            if conn is None:
-                return []
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not {"sessions", "events"} <= tables:
-                return []
-            sessions = dict(
-                conn.execute(
-                    "SELECT workspace_id, count(*) FROM sessions WHERE workspace_id IS NOT NULL "
-                    "GROUP BY workspace_id"
-                ).fetchall()
-            )
-            events = dict(conn.execute("SELECT workspace_id, count(*) FROM events GROUP BY workspace_id"))
-        ids = sorted(set(sessions) | set(events))
-        return [WorkspaceCount(ws, int(sessions.get(ws, 0)), int(events.get(ws, 0))) for ws in ids]
-
-    def _opensearch_catalog(self) -> list[WorkspaceCount]:
-        from opensearchpy.exceptions import NotFoundError, OpenSearchException
-
-        from backscroll.indexer.document import events_alias, sessions_alias
-        from backscroll.query.opensearch.clients import shared_client
-
-        settings = self.backend.opensearch
-        assert settings is not None
-        client = shared_client(settings)
-        body = {"size": 0, "aggs": {"ws": {"terms": {"field": "workspace_id", "size": 10000}}}}
-
-        def counts(index: str) -> dict[str, int]:
-            try:
-                response = client.search(index=index, body=body, request_timeout=settings.timeout_s)
-            except NotFoundError:
-                return {}
-            except (OpenSearchException, OSError) as err:
-                raise SourceUnavailable(f"OpenSearch {settings.url} did not answer: {err}") from err
-            return {b["key"]: int(b["doc_count"]) for b in response["aggregations"]["ws"]["buckets"]}
-
-        sessions = counts(sessions_alias(settings.index_prefix))
-        events = counts(events_alias(settings.index_prefix))
-        ids = sorted(set(sessions) | set(events))
-        return [WorkspaceCount(ws, sessions.get(ws, 0), events.get(ws, 0)) for ws in ids]
+            return operation()
+        except (IndexerError, IngestError) as err:
+            raise SourceUnavailable(str(err)) from err
+        except SessionQueryError as err:
+            raise SourceUnavailable(err.message) from err
 
     def close(self) -> None:
+        """Close the pooled providers and readers and what the backend keeps open."""
         self._providers.close()
         self._readers.close()
         with self._catalog_lock:
-            indexer, self._indexer = self._indexer, None
-        if indexer is not None:
-            indexer.close()
+            self.backend.close()

@@ -50,7 +50,7 @@ __all__ = [
 SurfaceLabel = Literal["current", "shadowed", "log-only"]
 SURFACE_STATES: Final[tuple[SurfaceLabel, ...]] = ("current", "shadowed", "log-only")
 
-#: Message-bearing event types, searched by default (spec D8).
+#: Message-bearing event types, searched by default.
 MESSAGE_TYPES: Final = ("user/message", "assistant/message", "tool/call", "tool/result")
 DEFAULT_KINDS: Final = MESSAGE_TYPES
 SCHEMA_VERSION: Final = 1

@@ -1,8 +1,9 @@
 """Errors of the indexer. Whether an error is worth retrying is a property of its class.
 
 Every adapter (Kafka source and dead letters, OpenSearch view, SQLite source, view and dead letters)
-translates its driver's exceptions into these at its edge (see :mod:`backscroll.indexer.translate`),
-so the runner and the CLI only ever see these types.
+translates its driver's exceptions into these at its edge (the ``errors`` module of its backend's
+folder: :mod:`backscroll.indexer.kafka.errors`, :mod:`backscroll.indexer.opensearch.errors`,
+:mod:`backscroll.indexer.sqlite.errors`), so the runner and the CLI only ever see these types.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = [
     "ViewAccessDenied",
     "ViewFailed",
     "ViewUnavailable",
+    "first_line",
 ]
 
 
@@ -71,3 +73,9 @@ class ViewAccessDenied(ViewFailed):
 class SourceAccessDenied(SourceFailed):
     """Kafka refused this worker (TLS trust, SASL login or a missing ACL, named in the message).
     Not retriable: fix the configuration."""
+
+
+def first_line(err: BaseException) -> str:
+    """``Class: first line of the message`` (at most 300 characters), for one-line error messages."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:300]}" if text else type(err).__name__

@@ -11,7 +11,7 @@ An entry is kept as its encoded bytes and decoded when it is read. A process tha
 reads its live view, and without a watermark to release them it holds ``max_total`` events: as
 models (each with its nested models, dicts and sets, about seven objects the garbage collector
 tracks) every full collection walked them all, ~90 ms each and a quarter of the appender's CPU in
-``tests/benchmarks/bench_append.py``. A tuple of bytes and integers is not tracked at all.
+``benchmarks/bench_append.py``. A tuple of bytes and integers is not tracked at all.
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ class AppenderSettings(BaseSettings):
         default=16 * 1024**2, ge=16 * 1024, description="Bytes handed to the producer, unacked."
     )
     linger_ms: int = Field(
-        default=5, ge=0, le=1000, description="Producer linger (see tests/benchmarks/bench_append.py)."
+        default=5, ge=0, le=1000, description="Producer linger (see benchmarks/bench_append.py)."
     )
     batch_size: int = Field(default=256 * 1024, ge=1024, description="Producer batch size in bytes.")
     connect_timeout_s: float = Field(

@@ -10,13 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from backscroll.query.aio import (
-        AsyncOpenSearchProvider,
-        AsyncOpenSearchReader,
-        AsyncSearchProvider,
-        AsyncSessionReader,
-        AsyncSQLiteProvider,
-    )
+    from backscroll.query.aio import AsyncSearchProvider
     from backscroll.query.contract import (
         DEFAULT_EXCERPT_BYTES,
         DEFAULT_LIMIT,
@@ -29,6 +23,8 @@ if TYPE_CHECKING:
     from backscroll.query.deadline import AbortSignal
     from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
     from backscroll.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
+    from backscroll.query.opensearch.async_provider import AsyncOpenSearchProvider
+    from backscroll.query.opensearch.async_reader import AsyncOpenSearchReader
     from backscroll.query.opensearch.provider import OpenSearchProvider
     from backscroll.query.opensearch.reader import OpenSearchSessionReader
     from backscroll.query.provider import SearchProvider
@@ -44,18 +40,21 @@ if TYPE_CHECKING:
         SessionTrace,
         SurfaceRead,
     )
+    from backscroll.query.reads.async_reader import AsyncSessionReader
     from backscroll.query.render import render_result
     from backscroll.query.scope import Scope
+    from backscroll.query.sqlite.async_provider import AsyncSQLiteProvider
     from backscroll.query.sqlite.provider import SQLiteProvider
     from backscroll.query.sqlite.reader import SQLiteSessionReader
-    from backscroll.query.tool import TOOL_NAME, SessionQueryTool, ToolError, session_query_tool
+    from backscroll.query.tools.errors import ToolError
+    from backscroll.query.tools.search import TOOL_NAME, SessionQueryTool, session_query_tool
 
 _WHERE = {
-    "AsyncOpenSearchProvider": "aio",
-    "AsyncOpenSearchReader": "aio",
-    "AsyncSQLiteProvider": "aio",
+    "AsyncOpenSearchProvider": "opensearch.async_provider",
+    "AsyncOpenSearchReader": "opensearch.async_reader",
+    "AsyncSQLiteProvider": "sqlite.async_provider",
     "AsyncSearchProvider": "aio",
-    "AsyncSessionReader": "aio",
+    "AsyncSessionReader": "reads.async_reader",
     "DEFAULT_EXCERPT_BYTES": "contract",
     "DEFAULT_LIMIT": "contract",
     "MAX_LIMIT": "contract",
@@ -88,10 +87,10 @@ _WHERE = {
     "OpenSearchSessionReader": "opensearch.reader",
     "SQLiteProvider": "sqlite.provider",
     "SQLiteSessionReader": "sqlite.reader",
-    "TOOL_NAME": "tool",
-    "SessionQueryTool": "tool",
-    "ToolError": "tool",
-    "session_query_tool": "tool",
+    "TOOL_NAME": "tools.search",
+    "SessionQueryTool": "tools.search",
+    "ToolError": "tools.errors",
+    "session_query_tool": "tools.search",
 }
 
 __all__ = [

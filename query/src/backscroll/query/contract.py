@@ -29,8 +29,8 @@ __all__ = [
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_EXCERPT_BYTES = 600
-#: The names of backscroll's own model tools. Their calls and results are not history worth finding
-#: (D8): a search leaves them out unless ``kinds`` is given; see ``SessionQueryRequest.exclude_tools``.
+#: The names of backscroll's own model tools. Their calls and results are not history worth finding:
+#: a search leaves them out unless ``kinds`` is given; see ``SessionQueryRequest.exclude_tools``.
 SELF_TOOL_NAMES: tuple[str, ...] = (
     "session_query",
     "workspace_query",

@@ -1,7 +1,9 @@
 """The search-engine port: what the provider core (:mod:`backscroll.query.provider`) needs of a
 backend, and nothing more. One implementation per backend:
 :class:`~backscroll.query.opensearch.provider.OpenSearchEngine` and
-:class:`~backscroll.query.sqlite.provider.SQLiteEngine`.
+:class:`~backscroll.query.sqlite.provider.SQLiteEngine`; and its awaitable twin,
+:class:`AsyncSearchEngine` (:class:`~backscroll.query.opensearch.async_provider.AsyncOpenSearchEngine`,
+or :class:`~backscroll.query.aio.ThreadedEngine` over any synchronous engine).
 
 An engine runs a validated :class:`EngineQuery` (the plan, the scope narrowing, the page size and
 the entries earlier pages returned) and answers with engine-neutral :class:`EngineHit`\\ s carrying
@@ -17,9 +19,17 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from backscroll.query.deadline import Deadline
-from backscroll.query.opensearch.body import QueryPlan
+from backscroll.query.plan import QueryPlan
 
-__all__ = ["Corpus", "EngineHit", "EnginePage", "EngineQuery", "SearchEngine", "generation_of"]
+__all__ = [
+    "AsyncSearchEngine",
+    "Corpus",
+    "EngineHit",
+    "EnginePage",
+    "EngineQuery",
+    "SearchEngine",
+    "generation_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +42,9 @@ class EngineQuery:
     returned; ``partial`` asks for closest matches (any word) instead of every word;
     ``live_topic`` asks for the searchability watermark of that log; ``skip`` leaves out the
     entries holding any of these folded words (the crowded readings of a first window of readings,
-    :func:`backscroll.query.readings.crowded`); ``inside`` lists query words looked for inside
+    :func:`backscroll.query.typo_readings.crowded`); ``inside`` lists query words looked for inside
     longer words only, without their typo tiers (a typo's reading, whose entries holding it whole
-    are in ``skip``: :func:`backscroll.query.readings.add_inside`). An engine that scores every
+    are in ``skip``: :func:`backscroll.query.typo_readings.add_inside`). An engine that scores every
     entry of a small scope may still score their typos; the core reads the texts.
 
     ``scratch`` is the engine's own state between the calls of one search: the core derives every
@@ -119,5 +129,23 @@ class SearchEngine(Protocol):
         ...
 
     def close(self) -> None:
+        """Release the engine's resources. Idempotent."""
+        ...
+
+
+class AsyncSearchEngine(Protocol):
+    """:class:`SearchEngine` with awaitable calls."""
+
+    log_topic: str | None
+
+    async def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
+        """The corpus statistics and the page of ``query``, from one consistent view."""
+        ...
+
+    async def rank(self, query: EngineQuery, deadline: Deadline) -> list[EngineHit]:
+        """The page of ``query`` alone."""
+        ...
+
+    async def aclose(self) -> None:
         """Release the engine's resources. Idempotent."""
         ...

@@ -1,4 +1,5 @@
-"""The closed error taxonomy of the query side (spec §3.8 plus INVALID_SCOPE and PROVIDER_CLOSED)."""
+"""The closed error taxonomy of the query side: the reference implementation's codes plus
+INVALID_SCOPE and PROVIDER_CLOSED."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Match-centred excerpts (spec D4). Pure.
+"""Match-centred excerpts. Pure.
 
 The excerpt is centred on the first match (about a third of the budget before it), whitespace runs
 are collapsed to one space, "…" marks each cut side, the result never exceeds ``budget`` UTF-8
@@ -22,7 +22,7 @@ _SPACE = re.compile(r"\s+")
 def first_match(text: str, words: Sequence[str], hints: Sequence[str] = ()) -> tuple[int, int]:
     """Character span of the earliest occurrence of any query word (folded), else of any hint.
 
-    Words of 3+ characters and CJK words match inside tokens; shorter ones only as whole tokens (D3),
+    Words of 3+ characters and CJK words match inside tokens; shorter ones only as whole tokens,
     and an identifier as itself (``get_t`` inside ``get_type``). Hints are
     the surface forms the index highlighted (e.g. the stored spelling a fuzzy query matched).
     """

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from backscroll.query.contract import SessionMatch
 from backscroll.query.excerpt import excerpt
-from backscroll.query.opensearch.body import QueryPlan
+from backscroll.query.plan import QueryPlan
 from backscroll.query.scope import Scope
 from backscroll.query.scoring import score_text
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
+    import sqlite3
     from collections.abc import Callable
+    from pathlib import Path
 
     from opensearchpy import OpenSearch
-
-    from backscroll.query.sqlite.access import Connector
 
 __all__ = [
     "OpenSearchProviderOptions",
@@ -72,7 +72,7 @@ class SQLiteTarget(TypedDict, total=False):
     or reader if it has ``close``); ``connector`` opens the file (tests inject failing drivers)."""
 
     catch_up: Callable[[], object] | None
-    connector: Connector
+    connector: Callable[[Path, float], sqlite3.Connection]
 
 
 class SQLiteProviderOptions(ProviderOptions, SQLiteTarget, total=False):

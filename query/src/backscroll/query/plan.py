@@ -1,13 +1,16 @@
 """Validation and normalisation of a search request, shared by every provider. Pure.
 
 Both providers call :func:`plan_request` so that a request is refused the same way (the same
-:class:`SessionQueryError` codes and messages) whatever the backend.
+:class:`SessionQueryError` codes and messages) whatever the backend; each backend's engine reads
+the resulting :class:`QueryPlan`.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
 from backscroll.indexer.document import DEFAULT_KINDS
@@ -21,7 +24,6 @@ from backscroll.query.contract import (
     time_bound,
 )
 from backscroll.query.errors import SessionQueryError
-from backscroll.query.opensearch.body import QueryPlan
 from backscroll.query.scope import Scope
 
 __all__ = [
@@ -29,6 +31,8 @@ __all__ = [
     "MAX_EXCERPT_BYTES",
     "MAX_QUERY_WORDS",
     "MAX_WORD_CHARS",
+    "SEARCH_TOOL_NAME",
+    "QueryPlan",
     "excerpt_budget",
     "plan_request",
 ]
@@ -39,6 +43,28 @@ MAX_EXCERPT_BYTES: Final = 64 * 1024
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _MAX_EXCLUDED_TOOLS: Final = 32
 _MAX_TOOL_NAME: Final = 512
+SEARCH_TOOL_NAME: Final = "session_query"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """The normalised request: scope filter, kinds, and the query words (original and folded)."""
+
+    filters: tuple[dict[str, Any], ...]
+    kinds: tuple[str, ...]
+    raw_words: tuple[str, ...]
+    words: tuple[str, ...]
+    phrase: str
+    default_kinds: bool
+    limit: int = 10
+    exclude_tools: tuple[str, ...] = (SEARCH_TOOL_NAME,)
+    #: Inclusive bounds on the entry's time (aware datetimes), ``None`` when open.
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def browse(self) -> bool:
+        return not self.words
 
 
 def plan_request(

@@ -11,9 +11,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Generator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
+from typing import Any, Literal, Self, TypeVar, Unpack
 
-from backscroll.query import readings
+import backscroll.query.typo_readings as readings
 from backscroll.query.config import (
     check_bool,
     check_cursor_key,
@@ -38,19 +38,25 @@ from backscroll.query.cursor import (
     unpack_seen,
 )
 from backscroll.query.deadline import AbortSignal, Deadline, check_signal
-from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
+from backscroll.query.driver import drive
+from backscroll.query.engine import (
+    AsyncSearchEngine,
+    Corpus,
+    EngineHit,
+    EnginePage,
+    EngineQuery,
+    SearchEngine,
+)
 from backscroll.query.errors import SessionQueryError
 from backscroll.query.excerpt import excerpt
 from backscroll.query.live import LiveFeed, live_feed, live_matches, merge_live
-from backscroll.query.opensearch.body import QueryPlan
 from backscroll.query.options import ProviderOptions
-from backscroll.query.plan import excerpt_budget, plan_request
+from backscroll.query.plan import QueryPlan, excerpt_budget, plan_request
 from backscroll.query.scope import Scope
 
-if TYPE_CHECKING:
-    from backscroll.query.aio import AsyncSearchEngine
+__all__ = ["EngineStep", "ProviderCore", "Resumed", "SearchFlow", "SearchProvider"]
 
-__all__ = ["EngineStep", "ProviderCore", "SearchFlow", "SearchProvider", "advance"]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +69,13 @@ class EngineStep:
     deadline: Deadline
 
     def call(self, engine: SearchEngine) -> EnginePage | list[EngineHit]:
+        """The answer of a blocking engine."""
         if self.kind == "search":
             return engine.search(self.query, self.deadline)
         return engine.rank(self.query, self.deadline)
 
     async def acall(self, engine: AsyncSearchEngine) -> EnginePage | list[EngineHit]:
+        """The answer of an awaitable engine."""
         if self.kind == "search":
             return await engine.search(self.query, self.deadline)
         return await engine.rank(self.query, self.deadline)
@@ -75,15 +83,19 @@ class EngineStep:
 
 #: The search flow: yields engine calls, receives their answers, returns the result.
 SearchFlow = Generator[EngineStep, EnginePage | list[EngineHit] | None, SessionQueryResult]
+#: A part of the search flow that returns ``_T`` (its engine calls go through the same driver).
+Steps = Generator[EngineStep, EnginePage | list[EngineHit] | None, _T]
 
 
-def advance(flow: SearchFlow, answer: EnginePage | list[EngineHit] | None) -> EngineStep | SessionQueryResult:
-    """Send ``answer`` into ``flow``: its next engine call, or its result."""
-    try:
-        return flow.send(answer)
-    except StopIteration as done:
-        result: SessionQueryResult = done.value
-        return result
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """Where a request's cursor left off: the entries earlier pages returned (``seen``), whether
+    they were closest matches (``partial``), and the corpus generation the cursor was issued on
+    (``issued``; ``None``: a first page, no cursor)."""
+
+    seen: tuple[str, ...] = ()
+    partial: bool = False
+    issued: int | None = None
 
 
 class ProviderCore:
@@ -92,11 +104,11 @@ class ProviderCore:
     :class:`~backscroll.query.aio.AsyncSearchProvider` with ``await``).
 
     Thread-safe when the engine is; ``close()`` is idempotent. ``default_limit``/``max_limit`` bound
-    request limits (D7); ``request_timeout_s`` bounds every call, waits included (exceeding it is the
+    request limits; ``request_timeout_s`` bounds every call, waits included (exceeding it is the
     retriable ``INDEX_FAILED``); ``cursor_key`` signs cursors (random per instance by default, so a
     cursor is valid for the provider that issued it); ``live`` merges this process's appended
     entries the index does not show yet; ``search_enabled=False`` refuses every search with
-    ``SEARCH_DISABLED`` (spec scenario 60).
+    ``SEARCH_DISABLED``.
     """
 
     def __init__(
@@ -127,6 +139,7 @@ class ProviderCore:
     # -- lifecycle ------------------------------------------------------------------------------
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` (or ``aclose``) was called: every search is then refused."""
         return self._closed
 
     # -- search ---------------------------------------------------------------------------------
@@ -137,15 +150,43 @@ class ProviderCore:
     def _flow(self, request: SessionQueryRequest, signal: AbortSignal | None) -> SearchFlow:
         """The whole search, written once, without I/O: the driver (sync or async) answers each
         :class:`EngineStep` it yields."""
+        deadline = self._start(signal)
+        plan, session_id = self._plan(request)
+        budget = excerpt_budget(request)
+        fingerprint = self._fingerprint(plan, session_id, budget)
+        resumed = self._resume(request.cursor, fingerprint)
+        query = self._engine_query(plan, session_id, resumed)
+        page = yield EngineStep("search", query, deadline)
+        assert isinstance(page, EnginePage)
+        self._check_corpus(page.corpus, session_id, resumed)
+        hits, partial = yield from _ranked(query, page.hits, resumed, deadline)
+        more = len(hits) > plan.limit
+        hits = hits[: plan.limit]
+        matches = [_match(hit, plan, budget) for hit in hits]
+        next_cursor = self._next_cursor(fingerprint, page.corpus, resumed, hits, partial) if more else None
+        matches, searched, source = self._with_live(request, query, page.corpus, matches, budget, partial)
+        return SessionQueryResult(
+            matches=tuple(matches),
+            searched=searched,
+            next_cursor=next_cursor,
+            partial=partial and bool(matches),
+            source=source,
+        )
+
+    def _start(self, signal: AbortSignal | None) -> Deadline:
+        """The search's deadline, once the provider is known open and searching is enabled."""
         if self._closed:
             raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the provider was closed")
         if not self.search_enabled:
             raise SessionQueryError("SESSION_QUERY_SEARCH_DISABLED", "searching is disabled by configuration")
         deadline = Deadline(self.request_timeout_s, "SESSION_QUERY_INDEX_FAILED", check_signal(signal))
         deadline.check()
-        plan, session_id = self._plan(request)
-        budget = excerpt_budget(request)
-        fingerprint = request_fingerprint(
+        return deadline
+
+    def _fingerprint(self, plan: QueryPlan, session_id: str | None, budget: int) -> str:
+        """What a cursor is bound to: the scope and every part of the request that shapes its
+        pages (a cursor of another request is INVALID_CURSOR)."""
+        return request_fingerprint(
             self.scope.fingerprint(),
             session_id,
             plan.words,
@@ -156,63 +197,73 @@ class ProviderCore:
             None if plan.since is None else plan.since.isoformat(),
             None if plan.until is None else plan.until.isoformat(),
         )
-        seen: list[str] = []
-        partial = False
-        issued: int | None = None
-        if request.cursor is not None:
-            after, partial, issued = open_cursor(self._key, request.cursor, fingerprint)
-            seen = unpack_seen(after)
+
+    def _resume(self, cursor: str | None, fingerprint: str) -> Resumed:
+        """Where ``cursor`` left off (INVALID_CURSOR when it was not issued for this request)."""
+        if cursor is None:
+            return Resumed()
+        after, partial, issued = open_cursor(self._key, cursor, fingerprint)
+        return Resumed(tuple(unpack_seen(after)), partial, issued)
+
+    def _engine_query(self, plan: QueryPlan, session_id: str | None, resumed: Resumed) -> EngineQuery:
+        """The engine's query for the page: one more hit than the limit (to know whether there is
+        a next page), without the entries earlier pages returned."""
         single = session_id is not None or (self.scope.kind == "sessions" and len(self.scope.ids) == 1)
-        query = EngineQuery(
+        return EngineQuery(
             plan=plan,
             session_id=session_id,
             single=single,
             size=plan.limit + 1,
-            exclude=tuple(seen),
-            partial=partial,
+            exclude=resumed.seen,
+            partial=resumed.partial,
             live_topic=self.live.topic if self.live is not None else None,
         )
-        page = yield EngineStep("search", query, deadline)
-        assert isinstance(page, EnginePage)
-        corpus = page.corpus
+
+    def _check_corpus(self, corpus: Corpus, session_id: str | None, resumed: Resumed) -> None:
+        """SESSION_NOT_FOUND for a missing session of a workspace scope; STALE_CURSOR when the
+        searched corpus changed since the cursor was issued."""
         if session_id is not None and not corpus.exists and self.scope.kind == "workspaces":
             raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
-        if issued is not None and issued != corpus.generation:
+        if resumed.issued is not None and resumed.issued != corpus.generation:
             raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "the searched corpus changed; search again")
-        hits = page.hits
-        if not plan.browse and not partial and (hits or seen):  # a later page may hold only readings
-            hits = yield from _readings(query, hits, deadline)
-        if not plan.browse and not hits and issued is None and len(plan.words) > 1:
-            partial = True  # no entry has every word: the closest matches, said so (D2)
-            deadline.check()
-            ranked = yield EngineStep("rank", replace(query, partial=True), deadline)
-            assert isinstance(ranked, list)
-            hits = ranked
-        more = len(hits) > plan.limit
-        hits = hits[: plan.limit]
-        matches = [_match(hit, plan, budget) for hit in hits]
-        next_cursor = None
-        if more and hits and len(seen) + len(hits) <= MAX_PAGED:
-            returned = pack_seen([*seen, *(hit.entry_id for hit in hits)])
-            next_cursor = encode_cursor(self._key, fingerprint, corpus.generation, returned, partial)
+
+    def _next_cursor(
+        self, fingerprint: str, corpus: Corpus, resumed: Resumed, hits: list[EngineHit], partial: bool
+    ) -> str | None:
+        """The signed cursor of the page after ``hits``; ``None`` once the entries returned would
+        be more than a cursor may carry."""
+        if not hits or len(resumed.seen) + len(hits) > MAX_PAGED:
+            return None
+        returned = pack_seen([*resumed.seen, *(hit.entry_id for hit in hits)])
+        return encode_cursor(self._key, fingerprint, corpus.generation, returned, partial)
+
+    def _with_live(
+        self,
+        request: SessionQueryRequest,
+        query: EngineQuery,
+        corpus: Corpus,
+        matches: list[SessionMatch],
+        budget: int,
+        partial: bool,
+    ) -> tuple[list[SessionMatch], int, str]:
+        """The page's matches with the entries this process appended that the index does not show
+        yet merged in (on a first page: read-your-writes), the entries searched, and the source.
+
+        Appended entries the index now shows leave the live feed first."""
         searched = corpus.searched
-        source = "persisted"
-        if self.live is not None:
-            for partition, offset in corpus.watermarks.items():
-                self.live.release_through(partition, offset)
-            if request.cursor is None:
-                live, considered = live_matches(self.live, self.scope, plan, session_id, budget, partial)
-                searched += considered
-                if live:
-                    source = "persisted+live"
-                    matches = merge_live(matches, live, plan.limit, browse=plan.browse, single=single)
-        return SessionQueryResult(
-            matches=tuple(matches),
-            searched=searched,
-            next_cursor=next_cursor,
-            partial=partial and bool(matches),
-            source=source,
-        )
+        if self.live is None:
+            return matches, searched, "persisted"
+        for partition, offset in corpus.watermarks.items():
+            self.live.release_through(partition, offset)
+        if request.cursor is not None:
+            return matches, searched, "persisted"
+        plan = query.plan
+        live, considered = live_matches(self.live, self.scope, plan, query.session_id, budget, partial)
+        searched += considered
+        if not live:
+            return matches, searched, "persisted"
+        merged = merge_live(matches, live, plan.limit, browse=plan.browse, single=query.single)
+        return merged, searched, "persisted+live"
 
 
 class SearchProvider(ProviderCore):
@@ -241,19 +292,31 @@ class SearchProvider(ProviderCore):
 
         ``signal`` lets the caller cancel it (or give it a shorter cooperative timeout with
         :meth:`AbortSignal.timeout`): the search then stops at its next check with ``ABORTED``."""
-        flow = self._flow(request, signal)
-        outcome = advance(flow, None)
-        while isinstance(outcome, EngineStep):
-            outcome = advance(flow, outcome.call(self.engine))
-        return outcome
+        return drive(self._flow(request, signal), self.engine)
 
 
-def _readings(
-    query: EngineQuery, hits: list[EngineHit], deadline: Deadline
-) -> Generator[EngineStep, EnginePage | list[EngineHit] | None, list[EngineHit]]:
-    """The page of ``hits`` (the engine's, in D2's order) with each reading of a typo before a
+def _ranked(
+    query: EngineQuery, hits: list[EngineHit], resumed: Resumed, deadline: Deadline
+) -> Steps[tuple[list[EngineHit], bool]]:
+    """The page's ``hits`` in ranking order with the readings of typos spread (:func:`_readings`),
+    and whether they are closest matches: on a first page of several words where no entry holds
+    every word, the entries holding some of them instead, and the result says so."""
+    plan, partial = query.plan, resumed.partial
+    if not plan.browse and not partial and (hits or resumed.seen):  # a later page may hold only readings
+        hits = yield from _readings(query, hits, deadline)
+    if not plan.browse and not hits and resumed.issued is None and len(plan.words) > 1:
+        partial = True
+        deadline.check()
+        ranked = yield EngineStep("rank", replace(query, partial=True), deadline)
+        assert isinstance(ranked, list)
+        hits = ranked
+    return hits, partial
+
+
+def _readings(query: EngineQuery, hits: list[EngineHit], deadline: Deadline) -> Steps[list[EngineHit]]:
+    """The page of ``hits`` (the engine's, in ranking order) with each reading of a typo before a
     second entry of any, the entries of a reading inside longer words included
-    (:mod:`backscroll.query.readings`)."""
+    (:mod:`backscroll.query.typo_readings`)."""
     plan = query.plan
     known: readings.Known = {}
     pool, window, asked = hits, hits, query.size

@@ -1,4 +1,4 @@
-"""Renders a search result as the text the model reads (spec D1). Pure."""
+"""Renders a search result as the text the model reads. Pure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scope: the set of sessions a provider may read, pinned by whoever constructs it (spec D10)."""
+"""Scope: the set of sessions a provider may read, pinned by whoever constructs it."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 
 A query is split into *words* (:data:`~backscroll.indexer.textfold.QUERY_TOKEN_RE`): plain words,
 identifiers (words joined by ``_ . - :``, kept whole) and CJK runs. Per query word the best tier
-counts (spec D2, D3; the OpenSearch body in :mod:`backscroll.query.opensearch.body` gives the same tiers):
+counts (the OpenSearch body in :mod:`backscroll.query.opensearch.body` gives the same tiers):
 
 ========  ====================================================================================
 8 exact   the word as a token, case-insensitive with its accents (an identifier typed in ASCII
@@ -26,10 +26,10 @@ counts (spec D2, D3; the OpenSearch body in :mod:`backscroll.query.opensearch.bo
 ========  ====================================================================================
 
 A substring and a one-edit typo are each one step from the word as typed, and neither is the word:
-they share a tier, and :mod:`backscroll.query.readings` treats the word as a substring as one
+they share a tier, and :mod:`backscroll.query.typo_readings` treats the word as a substring as one
 more *reading* of it (:func:`typo_reading`).
 
-An exact phrase of all words adds 40, a folded one 20. Inside a tier (spec D2): more occurrences
+An exact phrase of all words adds 40, a folded one 20. Inside a tier: more occurrences
 (each word's whole-token count, up to :data:`MAX_COUNTED` counted), then message text over tool
 arguments; recency (seq descending) is the caller's sort key after the score.
 """
@@ -339,7 +339,7 @@ def score_text(
 def text_reading(
     text: str, raw_words: Sequence[str], words: Sequence[str]
 ) -> tuple[float, tuple[str, ...]] | None:
-    """The tier sum of ``text`` (the words' tiers plus the phrase bonus: its score without D2's
+    """The tier sum of ``text`` (the words' tiers plus the phrase bonus: its score without the
     occurrence and field bonuses) and the *reading* of the query it matches, or ``None`` when it
     does not match every word.
 

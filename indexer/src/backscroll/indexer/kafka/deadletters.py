@@ -17,7 +17,7 @@ from kafka.structs import OffsetAndMetadata
 
 from backscroll.indexer.deadletter import DeadLetter, decode_envelope, encode_envelope
 from backscroll.indexer.errors import DeadLetterUnavailable, SourceFailed, SourceUnavailable
-from backscroll.indexer.translate import kafka_edge
+from backscroll.indexer.kafka.errors import kafka_edge
 from backscroll.ingest.kafka.topics import dlq_topic, ensure_topics
 from backscroll.ingest.settings import KafkaSettings
 from backscroll.ingest.wire import MAX_RECORD_BYTES

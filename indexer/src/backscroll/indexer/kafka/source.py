@@ -17,10 +17,10 @@ from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from backscroll.indexer.decode import decode_entry
+from backscroll.indexer.kafka.errors import kafka_edge
 from backscroll.indexer.kafka.rejoin import finish_interrupted_joins
 from backscroll.indexer.ports import Commit, Entry, InvalidEntry, Poll, RawRecord
 from backscroll.indexer.settings import IndexerSettings
-from backscroll.indexer.translate import kafka_edge
 from backscroll.ingest.kafka.topics import ensure_topics
 from backscroll.ingest.settings import KafkaSettings
 from backscroll.ingest.wire import MAX_RECORD_BYTES

@@ -16,11 +16,11 @@ from opensearchpy.exceptions import ConnectionTimeout, SSLError, TransportError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from backscroll.indexer.errors import ViewFailed, ViewUnavailable
+from backscroll.indexer.opensearch.errors import os_edge_method
 from backscroll.indexer.opensearch.security import deny
 from backscroll.indexer.pipeline import lane_of
 from backscroll.indexer.projector import Action
 from backscroll.indexer.settings import OpenSearchSettings
-from backscroll.indexer.translate import os_edge_method
 
 __all__ = ["RETRIABLE_STATUS", "BulkWriter", "ItemResult", "is_retriable_status"]
 

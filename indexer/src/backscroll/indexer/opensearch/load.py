@@ -17,8 +17,8 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from backscroll.indexer.errors import IndexerError
+from backscroll.indexer.opensearch.errors import opensearch_edge
 from backscroll.indexer.settings import OpenSearchSettings
-from backscroll.indexer.translate import opensearch_edge
 
 __all__ = ["LOAD_SETTINGS", "bulk_load_settings"]
 

@@ -13,7 +13,7 @@ from opensearchpy.exceptions import ConnectionError as OSConnectionError
 
 from backscroll.indexer.errors import ViewAccessDenied
 from backscroll.indexer.settings import OpenSearchSettings
-from backscroll.ingest.kafka.security import describe_tls_error
+from backscroll.ingest.tls import describe_tls_error
 
 __all__ = ["deny", "item_failure", "security_failure"]
 

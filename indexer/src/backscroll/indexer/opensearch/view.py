@@ -24,11 +24,11 @@ from backscroll.indexer.document import (
 from backscroll.indexer.errors import ViewUnavailable
 from backscroll.indexer.fold import FoldEvent
 from backscroll.indexer.opensearch.bulk import BulkWriter, ItemResult, is_retriable_status
+from backscroll.indexer.opensearch.errors import os_edge_method
 from backscroll.indexer.opensearch.security import deny
 from backscroll.indexer.ports import Outcome, WriteResult
 from backscroll.indexer.projector import Action, SessionProjection, project_records
 from backscroll.indexer.settings import OpenSearchSettings
-from backscroll.indexer.translate import os_edge_method
 from backscroll.indexer.view_writes import ViewWrites
 from backscroll.ingest.wire import EventRecord, HeaderRecord
 

@@ -9,7 +9,7 @@ read-only connection, after the position the previous batch will store.
 Why a few statements per table: the sqlite3 module releases the GIL around every step of a
 statement, and an ``executemany`` steps once per row. Beside a thread running Python, the writer
 would then wait for the GIL after each row (up to the switch interval): 2,000 rows took 13 s
-instead of 0.2 s (``tests/benchmarks/bench_gil_convoy.py``). So the events go as multi-row
+instead of 0.2 s (``benchmarks/bench_gil_convoy.py``). So the events go as multi-row
 ``VALUES`` statements of 256 rows, and the other tables' rows as one JSON text each
 (``json_each``); the writer waits a few times per batch, and :meth:`SQLiteCatchUp.run` shortens
 the switch interval for its duration.
@@ -44,6 +44,7 @@ from backscroll.indexer.errors import IndexerError
 from backscroll.indexer.metrics import IndexerMetrics
 from backscroll.indexer.ports import Entry
 from backscroll.indexer.projector import Action
+from backscroll.indexer.sqlite.errors import sqlite_edge
 from backscroll.indexer.sqlite.event_writes import (
     EVENT_ROW_TEXT,
     EVENT_ROW_WORKSPACE,
@@ -54,7 +55,6 @@ from backscroll.indexer.sqlite.event_writes import (
 from backscroll.indexer.sqlite.rows import KnownTerms, TextRows, terms_by_workspace, text_rows, vocab_rows
 from backscroll.indexer.sqlite.source import SQLiteSource, stored_position
 from backscroll.indexer.sqlite.view import SQLiteView
-from backscroll.indexer.translate import sqlite_edge
 from backscroll.ingest.errors import IngestError
 from backscroll.ingest.sqlite.log import connect, rollback
 

@@ -14,8 +14,8 @@ from typing import Any, Final
 
 from backscroll.indexer.deadletter import DeadLetter, decode_envelope, encode_envelope
 from backscroll.indexer.errors import DeadLetterUnavailable, SourceFailed
+from backscroll.indexer.sqlite.errors import sqlite_edge
 from backscroll.indexer.sqlite.source import stored_position
-from backscroll.indexer.translate import sqlite_edge
 from backscroll.ingest.sqlite.log import rollback
 
 __all__ = ["SQLiteDeadLetters", "list_dead_letters"]

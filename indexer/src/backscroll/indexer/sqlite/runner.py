@@ -18,9 +18,9 @@ from backscroll.indexer.errors import SourceFailed, SourceUnavailable
 from backscroll.indexer.runner import Runner
 from backscroll.indexer.sqlite.catchup import CATCH_UP_BATCH_MAX, SQLiteCatchUp
 from backscroll.indexer.sqlite.deadletters import SQLiteDeadLetters, list_dead_letters
+from backscroll.indexer.sqlite.errors import sqlite_edge, sqlite_error
 from backscroll.indexer.sqlite.source import SQLiteSource, ensure_indexer_schema
 from backscroll.indexer.sqlite.view import SQLiteView, ensure_view_schema
-from backscroll.indexer.translate import sqlite_edge, sqlite_error
 from backscroll.ingest.errors import IngestError
 from backscroll.ingest.sqlite.log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, ensure_log_schema
 

@@ -18,7 +18,7 @@ from typing import Any, Final
 from backscroll.indexer.decode import decode_entry
 from backscroll.indexer.errors import SourceFailed, SourceUnavailable
 from backscroll.indexer.ports import Commit, Entry, InvalidEntry, Poll, RawRecord
-from backscroll.indexer.translate import sqlite_edge
+from backscroll.indexer.sqlite.errors import sqlite_edge
 from backscroll.ingest.sqlite.log import LOG_TOPIC, rollback
 
 __all__ = ["INDEXER_SCHEMA", "SQLiteSource", "ensure_indexer_schema", "stored_position"]

@@ -30,6 +30,7 @@ from backscroll.indexer.fold import FoldEvent
 from backscroll.indexer.ports import Outcome, WriteResult
 from backscroll.indexer.projector import Action, SessionProjection, project_records
 from backscroll.indexer.sqlite.docs import EVENT_COLUMNS, event_source, pack_event_doc, split_entry_id
+from backscroll.indexer.sqlite.errors import sqlite_edge, sqlite_error
 from backscroll.indexer.sqlite.event_writes import EventWrites, stored_hashes
 from backscroll.indexer.sqlite.rows import (
     MAX_TERM_CHARS,
@@ -40,7 +41,6 @@ from backscroll.indexer.sqlite.rows import (
     time_us,
 )
 from backscroll.indexer.sqlite.schema import FULL_TEXT_TABLES, clear_projection, ensure_view_schema
-from backscroll.indexer.translate import sqlite_edge, sqlite_error
 from backscroll.indexer.view_writes import ViewWrites
 from backscroll.ingest.errors import IngestError
 from backscroll.ingest.sqlite.log import DEFAULT_BUSY_TIMEOUT_S, Synchronous, connect, rollback

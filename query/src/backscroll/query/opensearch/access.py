@@ -22,9 +22,15 @@ from backscroll.query.errors import ErrorCode, SessionQueryError
 from backscroll.query.opensearch.settings import resolved_settings
 
 if TYPE_CHECKING:
-    from opensearchpy import OpenSearch
+    from opensearchpy import AsyncOpenSearch, OpenSearch
 
-__all__ = ["OpenSearchAccess", "opensearch_access", "redact_url", "translate_opensearch_error"]
+__all__ = [
+    "OpenSearchAccess",
+    "async_client",
+    "opensearch_access",
+    "redact_url",
+    "translate_opensearch_error",
+]
 
 _TARGET: Final = ("hosts", "index_prefix", "client")
 
@@ -202,3 +208,22 @@ def opensearch_access(
     target = {key: options[key] for key in _TARGET if key in options}
     rest = {key: value for key, value in options.items() if key not in _TARGET}
     return OpenSearchAccess(code, settings, **target), rest
+
+
+def async_client(access: OpenSearchAccess) -> AsyncOpenSearch:
+    """An ``AsyncOpenSearch`` client for ``access``'s settings; INVALID_CONFIG when the ``async``
+    extra (aiohttp) is not installed."""
+    try:
+        from opensearchpy import AsyncOpenSearch
+
+        from backscroll.query.opensearch.serializer import OrjsonSerializer
+
+        return AsyncOpenSearch(**access.settings.client_kwargs(), serializer=OrjsonSerializer())
+    except ImportError as err:
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_CONFIG",
+            f"the asyncio API on OpenSearch needs aiohttp: pip install 'backscroll-query[async]' ({err})",
+        ) from None
+    except Exception as err:
+        typed = translate_opensearch_error(err, "SESSION_QUERY_INVALID_CONFIG", access.settings.url)
+        raise (typed or err) from None

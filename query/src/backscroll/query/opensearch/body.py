@@ -2,7 +2,7 @@
 
 User text only ever reaches ``match`` and ``match_phrase`` queries (never ``query_string``), so
 Lucene syntax in a query is plain data (a ``regexp`` is built from escaped word characters only).
-Ranking layers (spec D2) come from constant-score tiers per word — exact 8, folded 4, prefix 3,
+Ranking layers come from constant-score tiers per word — exact 8, folded 4, prefix 3,
 one edit or substring 2, two edits 1.5, identifier parts anywhere 1, exactly those of
 :mod:`backscroll.query.scoring` — plus a phrase bonus; small constant terms add "more
 occurrences" (interval queries: a word twice, three times) and "message text over arguments"
@@ -10,18 +10,17 @@ without crossing a tier. Recency (seq descending) breaks the remaining ties.
 
 The substring tier is a filter on the word's 3-grams anywhere in the entry, which can over-match
 (``bals``: ``balance`` and ``totals``); the provider core takes the tier of every hit that may hold
-a typo or substring match from its text (:func:`backscroll.query.readings.diversify`).
+a typo or substring match from its text (:func:`backscroll.query.typo_readings.diversify`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 
 from backscroll.indexer.textfold import WORD_RE, is_cjk, mixed_key
 from backscroll.query.errors import SessionQueryError
+from backscroll.query.plan import QueryPlan
 from backscroll.query.scoring import (
     FIELD_BONUS,
     MAX_COUNTED,
@@ -43,15 +42,12 @@ from backscroll.query.scoring import (
 
 __all__ = [
     "HIT_SOURCE",
-    "SEARCH_TOOL_NAME",
-    "QueryPlan",
     "browse_body",
     "count_body",
     "scan_body",
     "search_body",
 ]
 
-SEARCH_TOOL_NAME = "session_query"
 _FIELDS = ("text", "args")
 #: What a hit needs of its document (the rest of ``_source`` is never sent back).
 HIT_SOURCE = ("session_id", "seq", "type", "text", "args", "turn", "role", "time")
@@ -89,27 +85,6 @@ def leaves(query: Any) -> int:
         else:
             count += leaves(value)
     return count
-
-
-@dataclass(frozen=True, slots=True)
-class QueryPlan:
-    """The normalised request: scope filter, kinds, and the query words (original and folded)."""
-
-    filters: tuple[dict[str, Any], ...]
-    kinds: tuple[str, ...]
-    raw_words: tuple[str, ...]
-    words: tuple[str, ...]
-    phrase: str
-    default_kinds: bool
-    limit: int = 10
-    exclude_tools: tuple[str, ...] = (SEARCH_TOOL_NAME,)
-    #: Inclusive bounds on the entry's time (aware datetimes), ``None`` when open.
-    since: datetime | None = None
-    until: datetime | None = None
-
-    @property
-    def browse(self) -> bool:
-        return not self.words
 
 
 def _const(query: dict[str, Any], boost: float) -> dict[str, Any]:
@@ -250,7 +225,7 @@ def _filters(plan: QueryPlan) -> list[dict[str, Any]]:
 def _must_not(
     plan: QueryPlan, exclude: Sequence[str] = (), skip: frozenset[str] = frozenset()
 ) -> list[dict[str, Any]]:
-    # The search tool's own calls and results are not history worth finding (D8).
+    # The search tool's own calls and results are not history worth finding.
     clauses: list[dict[str, Any]] = []
     if skip:  # a second window of readings, without the crowded ones (readings.crowded)
         clauses += [{"terms": {field: sorted(skip)}} for field in _FIELDS]
@@ -298,7 +273,7 @@ def search_body(
         exact = {"match_phrase": {"text.exact": {"query": exact_phrase}}}
         should.append(_const(exact, PHRASE_EXACT - PHRASE_FOLDED))
         should.append(_const({"match_phrase": {"text": {"query": folded_phrase}}}, PHRASE_FOLDED))
-    # Within a tier (D2): more occurrences, then message text over tool arguments; then recency (sort).
+    # Within a tier: more occurrences, then message text over tool arguments; then recency (sort).
     for word in plan.words:
         should += _occurrences(word)
     should.append(_const({"exists": {"field": "text"}}, FIELD_BONUS))
@@ -348,7 +323,7 @@ def scan_body(plan: QueryPlan, *, size: int, exclude: Sequence[str] = ()) -> dic
 
     Their whole ``_source``: limiting it to :data:`HIT_SOURCE` makes the server parse and write
     every entry again, which costs more than sending the few small fields a hit does not read
-    (about 0.8 ms of a 200-entry scan, measured with ``tests.benchmarks.bench_os_session``)."""
+    (about 0.8 ms of a 200-entry scan, measured with ``benchmarks.bench_os_session``)."""
     return {
         "size": size,
         "query": {"bool": {"filter": _filters(plan), "must_not": _must_not(plan, exclude)}},

@@ -8,7 +8,7 @@ the server sends faster than a filtered one, in the same ``_msearch`` as the cou
 :data:`SCAN_MAX_ROWS` + 1 of them, and scores each with
 :func:`~backscroll.query.scoring.score_text`, the ranking the server's tiers compute
 (:mod:`backscroll.query.opensearch.body`). A scope holding more entries, or more than
-:data:`~backscroll.query.sqlite.scan.SCAN_MAX_CHARS` characters of text, is searched by the index
+:data:`~backscroll.query.scan.SCAN_MAX_CHARS` characters of text, is searched by the index
 in a second request, and remembered (:class:`Oversized`) so that its next searches go to the index
 at once.
 
@@ -28,16 +28,16 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from backscroll.indexer.textfold import fold, mixed_key, word_tokens
-from backscroll.query.opensearch.body import QueryPlan
+from backscroll.query.plan import QueryPlan
+from backscroll.query.scan import ARGS_WEIGHT, SCAN_MAX_CHARS, may_match, needle
 from backscroll.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
-from backscroll.query.sqlite.scan import ARGS_WEIGHT, SCAN_MAX_CHARS, may_match, needle
 
 __all__ = ["SCAN_MAX_ROWS", "Oversized", "candidates", "fits", "scan_top"]
 
 #: Most entries a scope may hold to be scored here. Fetching an entry costs the server ~20 µs (a
 #: session's entries are spread over the shard's stored-field blocks) and the provider ~12 µs; the
 #: index path costs ~8-10 ms whatever the session, so the plans cross near 200 entries (measured with
-#: ``tests.benchmarks.bench_os_scan``).
+#: ``benchmarks.bench_os_scan``).
 SCAN_MAX_ROWS: Final = 200
 _CHECK_EVERY: Final = 128
 _REMEMBERED: Final = 4096
@@ -116,7 +116,7 @@ def scan_top(
     """The best ``need`` of ``entries`` (hits of :func:`~backscroll.query.opensearch.body.scan_body`) for
     ``plan``, with their scores, in the server's order: score, then seq descending, then session.
 
-    Entries that pass the substring test of :func:`~backscroll.query.sqlite.scan.may_match` are
+    Entries that pass the substring test of :func:`~backscroll.query.scan.may_match` are
     tokenized; each query word's :func:`candidates` among their tokens are found once, and only the
     entries holding one for every word (``partial``: for one) are scored. Scores are compared to four
     decimals: the server sums its tiers in float32, so two entries with the same tiers must tie

@@ -1,16 +1,21 @@
-"""Session reads: the result models and the pure logic behind the session readers (spec 3.2–3.9).
+"""Session reads: the result models and the pure logic behind the session readers.
 
 No I/O and no clock. The readers (:mod:`backscroll.query.reads.reader` and its backends) load headers
 and logs and call into these modules for everything else:
 
 * :mod:`~backscroll.query.reads.models` — the frozen result models and :class:`LiveSource`;
 * :mod:`~backscroll.query.reads.log` — log entries from live records and projection documents, the
-  live + persisted merge of logs and listings and its conflict rule (spec 3.5, D9);
+  live + persisted merge of logs and listings and its conflict rule;
 * :mod:`~backscroll.query.reads.views` — window and id validation, surface classification through
   the fold, event and session traces;
-* :mod:`~backscroll.query.reads.filters` — session and event filters (spec 3.7).
+* :mod:`~backscroll.query.reads.filters` — session and event filters.
 
 This module re-exports all of them, the import path the rest of the project and users know.
+
+The readers themselves: :mod:`~backscroll.query.reads.engine` (the read-engine port a backend
+implements and the steps the reads ask it through), :mod:`~backscroll.query.reads.reader` (the
+reads, written once as flows of those steps) and :mod:`~backscroll.query.reads.async_reader`
+(the same flows, awaited).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Session and event filters (spec 3.7): validation of the clauses and their matching. No I/O."""
+"""Session and event filters: validation of the clauses and their matching. No I/O."""
 
 from __future__ import annotations
 
@@ -237,5 +237,5 @@ def apply_session_filters(
 def apply_event_filters(
     events: Iterable[EventRecordView], filters: Sequence[EventFilter]
 ) -> list[EventRecordView]:
-    """Filter the event documents (events with non-blank text, spec 3.4) in seq order."""
+    """Filter the event documents (events with non-blank text) in seq order."""
     return [event for event in events if event.text.strip() and all(f.matches(event) for f in filters)]

@@ -1,5 +1,5 @@
 """Loaded logs and listings (internal to the read path): entries from the live source and from
-projection documents, the live + persisted merge of logs and of session listings (spec 3.5, D9),
+projection documents, the live + persisted merge of logs and of session listings,
 and the scope test. No I/O."""
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def scope_admits(scope: Scope, header: SessionHeader) -> bool:
 
 
 def check_compatible(live: SessionHeader, persisted: SessionHeader) -> None:
-    """SOURCE_CONFLICT unless the immutable fields agree (spec 3.2): workspace, and when both sides
+    """SOURCE_CONFLICT unless the immutable fields agree: workspace, and when both sides
     have a header record, created_at, parent, seed_length and delegation_depth (absent = 0).
     origin, agent_preset and title never conflict."""
     fields: list[tuple[str, object, object]] = [("workspace_id", live.workspace_id, persisted.workspace_id)]
@@ -288,7 +288,7 @@ def sort_sessions(records: Iterable[SessionRecord]) -> list[SessionRecord]:
 def merge_listing(
     persisted: Sequence[SessionRecord], live: Sequence[SessionHeader], scope: Scope
 ) -> list[SessionRecord]:
-    """The corpus listing of spec 3.5: persisted records overlaid by every live session that is in
+    """The corpus listing: persisted records overlaid by every live session that is in
     scope (by its header, or because the in-scope projection lists its id). A live session that is
     also persisted must have a compatible header (SOURCE_CONFLICT) and takes the live header."""
     by_id = {record.header.session_id: record for record in persisted}

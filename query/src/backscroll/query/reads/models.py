@@ -1,4 +1,4 @@
-"""The results of session reads (spec 3.2–3.8) and the live source a reader serves from.
+"""The results of session reads and the live source a reader serves from.
 
 Every result is a frozen pydantic model built fresh for each call (a detached copy: nothing a caller
 does to one result reaches the store or a later read) and serialises to JSON with
@@ -178,7 +178,7 @@ class EventTraceResult(_Frozen):
 # -- the live source ------------------------------------------------------------------------------
 @runtime_checkable
 class LiveSource(Protocol):
-    """Entries this process appended that a reader serves without the projection (spec 3.5, D9).
+    """Entries this process appended that a reader serves without the projection.
 
     ``sessions()`` lists the live sessions (wire headers or :class:`SessionHeader`). ``events(id)``
     returns that session's live entries in seq order, or ``None`` when the session is not live.

@@ -1,39 +1,32 @@
-"""The backend-independent half of a session reader (spec 3.5–3.8).
+"""The session reads, written once for every backend.
 
 :class:`ReaderBase` holds the public read API (``list_sessions``, ``list_events``,
 ``filter_events``, ``read_surface``, ``read_event``, ``trace_session``, ``trace_event``), the
-validation order, the live + persisted merge (spec 3.5) and the lifecycle. A backend supplies three
-loads from its projection, each applying the reader's scope itself:
+validation order, the live + persisted merge and the lifecycle, over a backend's read engine
+(:class:`~backscroll.query.reads.engine.ReadEngine`: a session's log, the texts of some of its
+events, the listing; each applying the reader's scope itself).
 
-* :meth:`ReaderBase._persisted` — one session's document and event documents (``None`` when the
-  session is not in the scoped projection);
-* :meth:`ReaderBase._with_text` — the text of some entries of a log loaded without it;
-* :meth:`ReaderBase._persisted_listing` — every session document in scope.
+Every read is a *flow* without I/O, like the provider core's search: a generator that yields the
+engine calls it needs (:class:`~backscroll.query.reads.engine.ReadStep`) and receives their
+answers. The synchronous reads run it with :func:`backscroll.query.driver.drive`; the asyncio
+readers (:class:`~backscroll.query.reads.async_reader.AsyncSessionReader`) run the same flows with
+:func:`backscroll.query.driver.adrive`, on an async engine or on worker threads.
 
-Every read is written once, sans I/O, as a *flow*: a generator that yields the client requests it
-needs (:class:`ReadStep`) and receives their answers. The loads are flows too. :meth:`ReaderBase.drive`
-runs a flow synchronously, answering each step with :meth:`ReaderBase._perform`; the asyncio reader
-on OpenSearch (:class:`~backscroll.query.aio.AsyncOpenSearchReader`) runs the same flows and
-awaits each request on ``AsyncOpenSearch`` instead. A backend whose driver blocks (SQLite) does its
-I/O inside the flow and never yields; its async reader runs the whole flow on a worker thread.
-
-:class:`~backscroll.query.opensearch.reader.OpenSearchSessionReader` implements the loads over OpenSearch,
-:class:`~backscroll.query.sqlite.reader.SQLiteSessionReader` over the embedded SQLite file. Everything
-else is the pure logic of :mod:`backscroll.query.reads`.
+:class:`~backscroll.query.opensearch.reader.OpenSearchSessionReader` reads the OpenSearch
+projection, :class:`~backscroll.query.sqlite.reader.SQLiteSessionReader` the embedded SQLite file.
+Everything else is the pure logic of :mod:`backscroll.query.reads`.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, Final, Self, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, Self
 
 from backscroll.indexer.fold import FoldEvent, FoldResult
 from backscroll.query.config import check_bool, check_int, check_scope, check_timeout, config_error
 from backscroll.query.deadline import AbortSignal, Deadline, check_signal
+from backscroll.query.driver import drive
 from backscroll.query.errors import SessionQueryError
 from backscroll.query.live import live_source
 from backscroll.query.reads import (
@@ -71,7 +64,7 @@ from backscroll.query.reads import (
     trace_session,
     window_bounds,
 )
-from backscroll.query.reads.flow import ReadFlow, ReadStep, advance_read
+from backscroll.query.reads.engine import ReadEngine, ReadFlow, ReadStep, StoredLog
 from backscroll.query.scope import Scope
 
 __all__ = [
@@ -82,12 +75,9 @@ __all__ = [
     "not_found",
 ]
 
-#: Default of ``persisted_inspect_concurrency`` (spec §3.9).
+#: Default of ``persisted_inspect_concurrency``.
 DEFAULT_INSPECT_CONCURRENCY: Final = 4
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
-#: The deadline of the read in progress on this thread or task (see :meth:`ReaderBase._bounded`).
-_CALL: ContextVar[Deadline | None] = ContextVar("backscroll_read_deadline", default=None)
-_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -105,20 +95,26 @@ class Loaded:
     def fold_strict(self) -> FoldResult:
         return check_fold(self.header.session_id, self.fold())
 
+    @classmethod
+    def stored(cls, stored: StoredLog) -> Loaded:
+        """A log as the engine loaded it."""
+        return cls(stored.record.header, stored.entries, stored.folded, stored.events)
+
 
 def not_found(session_id: str) -> SessionQueryError:
     return SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
 
 
-class ReaderBase(ABC):
-    """Reads sessions of one :class:`Scope` from a projection (the subclass) and a live source.
+class ReaderBase:
+    """Reads sessions of one :class:`Scope` from a projection (its :class:`ReadEngine`) and a live
+    source.
 
     Every public method raises :class:`SessionQueryError` (codes in ``docs/errors.md``) and returns
     detached frozen models. ``read_window_max`` bounds ``read_event``'s ``before``/``after``;
     ``live`` serves this process's own entries (see :class:`LiveSource`); ``persistence=False``
     reads live sessions only (the projection is "unmounted"); ``request_timeout_s`` bounds each
     read, every wait included (exceeding it is the retriable ``PERSISTENCE_FAILED``);
-    ``persisted_inspect_concurrency`` (a positive integer, spec §3.9) bounds how many persisted
+    ``persisted_inspect_concurrency`` (a positive integer) bounds how many persisted
     sessions a batch read may load at once (validated; no read loads several yet). Every read
     takes an optional ``signal`` (:class:`~backscroll.query.deadline.AbortSignal`) that cancels it
     (``ABORTED``).
@@ -127,6 +123,7 @@ class ReaderBase(ABC):
     def __init__(
         self,
         scope: Scope,
+        engine: ReadEngine,
         *,
         read_window_max: int = DEFAULT_READ_WINDOW_MAX,
         live: LiveSource | object | None = None,
@@ -150,36 +147,17 @@ class ReaderBase(ABC):
                     "live must be an Appender or provide sessions() and events(session_id)"
                 ) from None
         self.scope = scope
+        self.engine = engine
         self.persistence = persistence
         self._closed = False
 
-    # -- the projection (implemented per backend) -------------------------------------------------
-    @abstractmethod
-    def _persisted(
-        self, session_id: str, *, with_text: bool
-    ) -> ReadFlow[tuple[SessionRecord, Loaded] | None]:
-        """The session's record and log from the scoped projection, or ``None`` if not there.
-        Without ``with_text`` entries may come with ``text=None`` (see :meth:`_with_text`)."""
-
-    @abstractmethod
-    def _with_text(
-        self, session_id: str, entries: list[LogEntry], wanted: Sequence[int]
-    ) -> ReadFlow[list[LogEntry]]:
-        """``entries`` with the text of the entries at indices ``wanted`` loaded, as new entries
-        (the ones passed in may be shared). Live entries always have their text."""
-
-    @abstractmethod
-    def _persisted_listing(self) -> ReadFlow[list[SessionRecord]]:
-        """Every session record of the scoped projection."""
-
-    def _perform(self, step: ReadStep, deadline: Deadline) -> Any:
-        """Answer one request of a flow synchronously (a backend whose loads yield requests)."""
-        raise NotImplementedError(f"{type(self).__name__} issues no client requests ({step.method})")
-
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
-        """Refuse further reads (``SESSION_QUERY_PROVIDER_CLOSED``). Idempotent."""
-        self._closed = True
+        """Refuse further reads (``SESSION_QUERY_PROVIDER_CLOSED``) and release the engine.
+        Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self.engine.close()
 
     @property
     def closed(self) -> bool:
@@ -191,37 +169,13 @@ class ReaderBase(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_open(self) -> None:
+    def _start(self, signal: AbortSignal | None) -> Deadline:
+        """The deadline of one read, checked (a closed reader, a bad or aborted signal)."""
         if self._closed:
             raise SessionQueryError("SESSION_QUERY_PROVIDER_CLOSED", "the reader was closed")
-
-    @contextmanager
-    def bounded(self, signal: AbortSignal | None) -> Iterator[Deadline]:
-        """The deadline of one public read (nested reads share the outer one)."""
-        current = _CALL.get()
-        if current is not None:
-            yield current
-            return
         deadline = Deadline(self.request_timeout_s, "SESSION_QUERY_PERSISTENCE_FAILED", check_signal(signal))
-        token = _CALL.set(deadline)
-        try:
-            deadline.check()
-            yield deadline
-        finally:
-            _CALL.reset(token)
-
-    def drive(self, flow: ReadFlow[_T], signal: AbortSignal | None = None) -> _T:
-        """Run one read's flow synchronously within the read's deadline (the public reads do)."""
-        self._check_open()
-        with self.bounded(signal) as deadline:
-            outcome = advance_read(flow, None)
-            while isinstance(outcome, ReadStep):
-                outcome = advance_read(flow, self._perform(outcome, deadline))
-            return outcome[0]
-
-    def _deadline(self) -> Deadline:
-        """The deadline of the read in progress (a fresh one outside a public read)."""
-        return _CALL.get() or Deadline(self.request_timeout_s, "SESSION_QUERY_PERSISTENCE_FAILED")
+        deadline.check()
+        return deadline
 
     # -- public reads ---------------------------------------------------------------------------
     def list_sessions(
@@ -229,29 +183,29 @@ class ReaderBase(ABC):
     ) -> tuple[SessionRecord, ...]:
         """Sessions in scope, newest first (then id): persisted ones overlaid by live ones.
 
-        ``filters`` are session clauses (spec 3.7, see :func:`reads.parse_session_filters`).
+        ``filters`` are session clauses (see :func:`reads.parse_session_filters`).
         """
-        return self.drive(self.list_sessions_flow(filters), signal)
+        return drive(self.list_sessions_flow(filters, signal), self.engine)
 
     def list_events(
         self, session_id: str, *, signal: AbortSignal | None = None
     ) -> tuple[EventRecordView, ...]:
         """Every event of the session in seq order, classified by the fold (INVALID_SURFACE if the
         log breaks a surface rule)."""
-        return self.drive(self.list_events_flow(session_id), signal)
+        return drive(self.list_events_flow(session_id, signal), self.engine)
 
     def filter_events(
         self, session_id: str, filters: Sequence[Any], *, signal: AbortSignal | None = None
     ) -> tuple[EventRecordView, ...]:
-        """The session's events with text that match every clause (spec 3.7), in seq order.
+        """The session's events with text that match every clause, in seq order.
 
         Filters are validated before the session is loaded; the log must fold (INVALID_SURFACE).
         """
-        return self.drive(self.filter_events_flow(session_id, filters), signal)
+        return drive(self.filter_events_flow(session_id, filters, signal), self.engine)
 
     def read_surface(self, session_id: str, *, signal: AbortSignal | None = None) -> SurfaceRead:
         """The model's current surface in model-history order and the last raw seq it covers."""
-        return self.drive(self.read_surface_flow(session_id), signal)
+        return drive(self.read_surface_flow(session_id, signal), self.engine)
 
     def read_event(
         self, session_id: str, seq: int, before: int = 0, after: int = 0, *, signal: AbortSignal | None = None
@@ -261,53 +215,62 @@ class ReaderBase(ABC):
         The window is validated first (INVALID_WINDOW even for a missing session). The surface fold
         is not enforced, so an event of a surface-invalid log can still be read.
         """
-        return self.drive(self.read_event_flow(session_id, seq, before, after), signal)
+        return drive(self.read_event_flow(session_id, seq, before, after, signal), self.engine)
 
     def trace_session(self, session_id: str, *, signal: AbortSignal | None = None) -> SessionTrace:
         """Ancestors and descendants of the session within the scope (one listing)."""
-        return self.drive(self.trace_session_flow(session_id), signal)
+        return drive(self.trace_session_flow(session_id, signal), self.engine)
 
     def trace_event(
         self, session_id: str, seq: int, *, signal: AbortSignal | None = None
     ) -> EventTraceResult:
         """Replacement and citation edges of one event. EVENT_NOT_FOUND is checked before the log is
         validated (INVALID_SURFACE)."""
-        return self.drive(self.trace_event_flow(session_id, seq), signal)
+        return drive(self.trace_event_flow(session_id, seq, signal), self.engine)
 
-    # -- the reads' flows (one per public read, driven by drive() or an async driver) ------------
-    def list_sessions_flow(self, filters: Sequence[Any] | None) -> ReadFlow[tuple[SessionRecord, ...]]:
+    # -- the reads' flows (one per public read, run by drive() or adrive()) ------------------------
+    def list_sessions_flow(
+        self, filters: Sequence[Any] | None, signal: AbortSignal | None = None
+    ) -> ReadFlow[tuple[SessionRecord, ...]]:
+        deadline = self._start(signal)
         parsed = parse_session_filters(filters)
-        listing = yield from self._listing()
+        listing = yield from self._listing(deadline)
         return tuple(apply_session_filters(listing, parsed))
 
-    def list_events_flow(self, session_id: str) -> ReadFlow[tuple[EventRecordView, ...]]:
-        loaded = yield from self._load(session_id, with_text=True)
+    def list_events_flow(
+        self, session_id: str, signal: AbortSignal | None = None
+    ) -> ReadFlow[tuple[EventRecordView, ...]]:
+        deadline = self._start(signal)
+        loaded = yield from self._load(session_id, True, deadline)
         folded = loaded.fold_strict()
         sid = loaded.header.session_id
         return tuple(event_view(sid, entry, folded) for entry in loaded.entries)
 
     def filter_events_flow(
-        self, session_id: str, filters: Sequence[Any]
+        self, session_id: str, filters: Sequence[Any], signal: AbortSignal | None = None
     ) -> ReadFlow[tuple[EventRecordView, ...]]:
+        deadline = self._start(signal)
         parsed = parse_event_filters(filters)
-        loaded = yield from self._load(session_id, with_text=True)
+        loaded = yield from self._load(session_id, True, deadline)
         folded = loaded.fold_strict()
         sid = loaded.header.session_id
         return tuple(apply_event_filters((event_view(sid, e, folded) for e in loaded.entries), parsed))
 
-    def read_surface_flow(self, session_id: str) -> ReadFlow[SurfaceRead]:
-        loaded = yield from self._load(session_id, with_text=False)
+    def read_surface_flow(self, session_id: str, signal: AbortSignal | None = None) -> ReadFlow[SurfaceRead]:
+        deadline = self._start(signal)
+        loaded = yield from self._load(session_id, False, deadline)
         folded = loaded.fold_strict()
         nodes = set(folded.nodes)
         wanted = [i for i, entry in enumerate(loaded.entries) if entry.seq in nodes]
-        entries = yield from self._with_text(loaded.header.session_id, loaded.entries, wanted)
+        entries = yield from self._with_text(loaded, wanted, deadline)
         return build_surface_read(loaded.header, entries, folded)
 
     def read_event_flow(
-        self, session_id: str, seq: int, before: int, after: int
+        self, session_id: str, seq: int, before: int, after: int, signal: AbortSignal | None = None
     ) -> ReadFlow[ReadEventResult]:
+        deadline = self._start(signal)
         before, after = check_window(before, after, self.read_window_max)
-        loaded = yield from self._load(session_id, with_text=False)
+        loaded = yield from self._load(session_id, False, deadline)
         index = locate_index(loaded.entries, seq)
         if index is None:
             raise SessionQueryError(
@@ -315,22 +278,28 @@ class ReaderBase(ABC):
                 f"no event {seq!r} in session {loaded.header.session_id!r}",
             )
         lo, hi = window_bounds(len(loaded.entries), index, before, after)
-        entries = yield from self._with_text(loaded.header.session_id, loaded.entries, range(lo, hi + 1))
+        entries = yield from self._with_text(loaded, range(lo, hi + 1), deadline)
         return build_read_event(loaded.header, entries, loaded.fold(), index, (lo, hi))
 
-    def trace_session_flow(self, session_id: str) -> ReadFlow[SessionTrace]:
+    def trace_session_flow(
+        self, session_id: str, signal: AbortSignal | None = None
+    ) -> ReadFlow[SessionTrace]:
+        deadline = self._start(signal)
         sid = check_session_id(session_id)
-        listing = yield from self._listing()
+        listing = yield from self._listing(deadline)
         return trace_session(sid, listing)
 
-    def trace_event_flow(self, session_id: str, seq: int) -> ReadFlow[EventTraceResult]:
-        loaded = yield from self._load(session_id, with_text=False)
+    def trace_event_flow(
+        self, session_id: str, seq: int, signal: AbortSignal | None = None
+    ) -> ReadFlow[EventTraceResult]:
+        deadline = self._start(signal)
+        loaded = yield from self._load(session_id, False, deadline)
         sid = loaded.header.session_id
         index = locate_index(loaded.entries, seq)
         if index is None:
             raise SessionQueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"no event {seq!r} in session {sid!r}")
         folded = loaded.fold_strict()
-        entries = yield from self._with_text(sid, loaded.entries, [index])
+        entries = yield from self._with_text(loaded, [index], deadline)
         return build_trace_event(loaded.header, entries, folded, index, loaded.events)
 
     # -- loading --------------------------------------------------------------------------------
@@ -349,33 +318,57 @@ class ReaderBase(ABC):
             header = SessionHeader(session_id=session_id, workspace_id=workspace, has_header=False)
         return header, entries
 
-    def _load(self, session_id: str, *, with_text: bool) -> ReadFlow[Loaded]:
-        """One session's header and log (spec 3.5 ``load``), live entries winning per seq."""
+    def _load(self, session_id: str, with_text: bool, deadline: Deadline) -> ReadFlow[Loaded]:
+        """One session's header and log, live entries winning per seq. Without ``with_text``,
+        persisted entries may come without their text (:meth:`_with_text`)."""
         sid = check_session_id(session_id)
         live = self._live_session(sid)
         if live is not None and scope_admits(self.scope, live[0]):
             header, entries = live
             if (entries and entries[0].seq == 0) or not self.persistence:
                 return Loaded(header, entries)  # the complete log: the projection is not consulted
-            stored = yield from self._persisted(sid, with_text=with_text)
+            stored: StoredLog | None = yield ReadStep("log", deadline, sid, with_text)
             if stored is None:
                 return Loaded(header, entries)
-            check_compatible(header, stored[0].header)
-            return Loaded(preferred_header(header, stored[0].header), merge_logs(stored[1].entries, entries))
+            check_compatible(header, stored.record.header)
+            return Loaded(preferred_header(header, stored.record.header), merge_logs(stored.entries, entries))
         if not self.persistence:
             raise not_found(sid)
-        stored = yield from self._persisted(sid, with_text=with_text)
+        stored = yield ReadStep("log", deadline, sid, with_text)
         if stored is None:
             raise not_found(sid)
-        record, persisted = stored
         live = self._live_session(sid)  # it may have gone live meanwhile, or be live outside the scope
         if live is not None:
-            check_compatible(live[0], record.header)
-            return Loaded(preferred_header(live[0], record.header), merge_logs(persisted.entries, live[1]))
-        return persisted
+            check_compatible(live[0], stored.record.header)
+            return Loaded(
+                preferred_header(live[0], stored.record.header), merge_logs(stored.entries, live[1])
+            )
+        return Loaded.stored(stored)
 
-    def _listing(self) -> ReadFlow[list[SessionRecord]]:
-        """The corpus listing: persisted sessions in scope overlaid by live ones (spec 3.5)."""
-        persisted = (yield from self._persisted_listing()) if self.persistence else []
+    def _with_text(
+        self, loaded: Loaded, wanted: Sequence[int], deadline: Deadline
+    ) -> ReadFlow[list[LogEntry]]:
+        """``loaded``'s entries with the text of those at indices ``wanted`` loaded, as new entries
+        (the ones loaded may be shared with an engine's cache). Live entries always have their text."""
+        entries = loaded.entries
+        missing = {entries[i].seq: i for i in wanted if entries[i].text is None}
+        if not missing:
+            return entries
+        sid = loaded.header.session_id
+        texts: dict[int, str] = yield ReadStep("texts", deadline, sid, seqs=tuple(sorted(missing)))
+        unfilled = [seq for seq in missing if seq not in texts]
+        if unfilled:
+            raise SessionQueryError(
+                "SESSION_QUERY_PERSISTENCE_FAILED",
+                f"session {sid!r} changed while it was read (events {unfilled[:5]} vanished)",
+            )
+        out = list(entries)
+        for seq, index in missing.items():
+            out[index] = replace(entries[index], text=texts[seq])
+        return out
+
+    def _listing(self, deadline: Deadline) -> ReadFlow[list[SessionRecord]]:
+        """The corpus listing: persisted sessions in scope overlaid by live ones."""
+        persisted: list[SessionRecord] = (yield ReadStep("listing", deadline)) if self.persistence else []
         live = [header_from_live(item) for item in self._live.sessions()] if self._live is not None else []
         return merge_listing(persisted, live, self.scope)

@@ -1,4 +1,4 @@
-"""Validation, the fold and the result builders of session reads (spec 3.6): windows, session ids,
+"""Validation, the fold and the result builders of session reads: windows, session ids,
 the read rule, surface classification, event traces and session lineage. No I/O and no clock."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def window_bounds(length: int, index: int, before: int, after: int) -> tuple[int
 
 
 def locate_index(entries: Sequence[LogEntry], seq: object) -> int | None:
-    """The read rule (spec 3.6): the event at index ``seq`` whose seq is ``seq``; ``None`` otherwise
+    """The read rule: the event at index ``seq`` whose seq is ``seq``; ``None`` otherwise
     (negative, fractional, non-integer, out of range, or a gap moved it)."""
     if isinstance(seq, bool) or not isinstance(seq, int):
         return None
@@ -205,7 +205,7 @@ def _oldest_first(record: SessionRecord) -> tuple[bool, float, str]:
 
 
 def trace_session(session_id: str, listing: Sequence[SessionRecord]) -> SessionTrace:
-    """Lineage of ``session_id`` within one corpus listing (spec 3.6), iteratively.
+    """Lineage of ``session_id`` within one corpus listing, iteratively.
 
     SESSION_NOT_FOUND if the target is not listed; INVALID_LINEAGE if the ancestor walk meets an id
     it has already seen (the target included: a cycle through, or reachable from, the target).

@@ -25,6 +25,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from backscroll.indexer.textfold import WORD_RE, cjk_grams, is_cjk, mixed_key
+from backscroll.query.bounded import Bounded
 from backscroll.query.scoring import (
     TIER_EXACT,
     TIER_FOLDED,
@@ -38,7 +39,6 @@ from backscroll.query.scoring import (
     typo_match,
 )
 from backscroll.query.sqlite.column import read_column
-from backscroll.query.sqlite.memo import Bounded
 
 __all__ = [
     "EXACT",

@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+import backscroll.query.sqlite.candidates as arms_of
 from backscroll.query.scoring import (
     FIELD_BONUS,
     MAX_COUNTED,
@@ -30,7 +31,6 @@ from backscroll.query.scoring import (
     is_compound,
     phrase_words,
 )
-from backscroll.query.sqlite import candidates as arms_of
 from backscroll.query.sqlite.candidates import WordArms
 from backscroll.query.sqlite.column import read_column
 from backscroll.query.sqlite.parts import parts_rowids

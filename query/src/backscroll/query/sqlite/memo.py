@@ -12,44 +12,16 @@ after one.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Final
 
+from backscroll.query.bounded import Bounded
 from backscroll.query.engine import Corpus
 
-if TYPE_CHECKING:  # sqlite_hits imports candidates, which imports this module
+if TYPE_CHECKING:  # types only: this module stays free of the SQLite driver
     from backscroll.query.sqlite.hits import Hits
     from backscroll.query.sqlite.scan import ScopeRow
 
-__all__ = ["HITS_KEPT_MAX", "LENGTHS_KEPT", "Bounded", "SnapshotMemo"]
-
-V = TypeVar("V")
-
-
-class Bounded(Generic[V]):
-    """A small map that forgets its oldest keys past ``size`` entries."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: dict[Hashable, V] = {}
-
-    def get(self, key: Hashable) -> V | None:
-        return self._items.get(key)
-
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._items
-
-    def put(self, key: Hashable, value: V) -> V:
-        self._items.pop(key, None)
-        self._items[key] = value
-        while len(self._items) > self.size:
-            del self._items[next(iter(self._items))]
-        return value
-
-    def discard(self, key: Hashable) -> None:
-        self._items.pop(key, None)
-
-    def clear(self) -> None:
-        self._items.clear()
+__all__ = ["HITS_KEPT_MAX", "LENGTHS_KEPT", "SnapshotMemo"]
 
 
 #: Queries whose scores are kept (a search asks for full matches, then closest ones).

@@ -37,16 +37,16 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any, Final, Unpack
 
+import backscroll.query.sqlite.candidates as arms_of
+import backscroll.query.sqlite.ranking as ranking
 from backscroll.query.config import check_int, check_scope
 from backscroll.query.deadline import Deadline
 from backscroll.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
-from backscroll.query.opensearch.body import QueryPlan
 from backscroll.query.options import SQLiteProviderOptions
+from backscroll.query.plan import QueryPlan
 from backscroll.query.provider import SearchProvider
 from backscroll.query.scope import Scope
 from backscroll.query.scoring import PHRASE_EXACT, TIER_EXACT, max_bonus
-from backscroll.query.sqlite import candidates as arms_of
-from backscroll.query.sqlite import ranking as ranking
 from backscroll.query.sqlite.access import SQLiteFile, sqlite_file
 from backscroll.query.sqlite.candidates import MAX_EXPANSIONS, WordArms, typo_candidates
 from backscroll.query.sqlite.column import read_column

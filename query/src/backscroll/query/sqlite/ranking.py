@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from backscroll.indexer.sqlite.rows import time_us
-from backscroll.query.opensearch.body import QueryPlan
+from backscroll.query.plan import QueryPlan
+from backscroll.query.scan import ARGS_WEIGHT
 from backscroll.query.scope import Scope
 from backscroll.query.scoring import score_text
 from backscroll.query.sqlite.hits import Hits
-from backscroll.query.sqlite.scan import ARGS_WEIGHT
 
 __all__ = [
     "EPSILON",
@@ -61,7 +61,7 @@ def filter_where(plan: QueryPlan) -> tuple[str, list[Any]]:
     sql = f"e.type IN ({marks}) AND e.has_text = 1"
     params: list[Any] = list(plan.kinds)
     if plan.default_kinds and plan.exclude_tools:
-        # The search tools' own calls and results are not history worth finding (D8).
+        # The search tools' own calls and results are not history worth finding.
         names = ",".join("?" * len(plan.exclude_tools))
         sql += f" AND (e.tool_name IS NULL OR e.tool_name NOT IN ({names}))"
         params.extend(plan.exclude_tools)

@@ -7,10 +7,10 @@ from datetime import datetime
 
 import orjson
 
+import backscroll.query.sqlite.candidates as arms_of
 from backscroll.indexer.sqlite.docs import event_instant
 from backscroll.ingest.wire import entry_id
 from backscroll.query.engine import EngineHit
-from backscroll.query.sqlite import candidates as arms_of
 from backscroll.query.sqlite.column import read_column
 
 __all__ = ["doc_ids", "holding", "page_hits"]

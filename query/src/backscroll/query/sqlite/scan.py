@@ -4,8 +4,9 @@ A session holds tens of entries; the full-text tables hold the whole file. A loo
 every matching entry of every tenant (a common word: a large share of the file) before the scope
 filter drops all but a handful, so its cost grows with the file, not with the scope. When the
 scope (after the kind filter) holds at most :data:`SCAN_MAX_ROWS` entries and
-:data:`SCAN_MAX_CHARS` characters of text, reading its rows by the scope index and scoring each with
-:func:`~backscroll.query.scoring.score_text` costs what the scope costs, whatever the file's size.
+:data:`~backscroll.query.scan.SCAN_MAX_CHARS` characters of text, reading its rows by the scope
+index and scoring each with :func:`~backscroll.query.scoring.score_text` costs what the scope
+costs, whatever the file's size.
 
 The result is the ranking the index path computes (that path is exact: its candidates are every
 entry :func:`score_text` can match, scored by the same function, ordered by the same key), so the
@@ -15,27 +16,19 @@ plan changes latency only; a property test holds both paths to the same pages. T
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from rapidfuzz import process
-from rapidfuzz.distance import OSA
-
-from backscroll.indexer.textfold import WORD_RE, fold, is_cjk, word_tokens
-from backscroll.query.opensearch.body import QueryPlan
-from backscroll.query.scoring import fuzzy_budget, is_compound, score_text, typo_match
+from backscroll.indexer.textfold import WORD_RE, fold, word_tokens
+from backscroll.query.plan import QueryPlan
+from backscroll.query.scan import ARGS_WEIGHT, SCAN_MAX_CHARS, may_match, needle
+from backscroll.query.scoring import fuzzy_budget, score_text, typo_match
 
 __all__ = [
-    "ARGS_WEIGHT",
-    "SCAN_MAX_CHARS",
     "SCAN_MAX_ROWS",
-    "Needle",
     "ScopeRow",
-    "may_match",
-    "needle",
     "page_hints",
     "scan_rank",
     "scope_rows",
@@ -43,12 +36,7 @@ __all__ = [
 
 #: Most entries a scope may hold to be scanned (scoring one costs ~10-40 µs of Python).
 SCAN_MAX_ROWS: Final = 1000
-#: Most characters of text a scanned scope may hold (a few huge tool outputs go to the index).
-SCAN_MAX_CHARS: Final = 2_000_000
-#: A tool call's arguments weigh less than a message's text (the same weight on both paths).
-ARGS_WEIGHT: Final = 0.75
 _CHECK_EVERY: Final = 128
-_DIGIT_RUNS: Final = re.compile(r"\d+")
 
 Ranked = list[tuple[int, float]]
 
@@ -73,7 +61,7 @@ def scope_rows(
 ) -> tuple[ScopeRow, ...] | None:
     """The entries matching ``where`` (an SQL condition over ``events e`` and its parameters: scope
     and kind filter), or ``None`` when they are more than ``max_rows`` or hold more than
-    :data:`SCAN_MAX_CHARS` characters (the caller then uses the index)."""
+    :data:`~backscroll.query.scan.SCAN_MAX_CHARS` characters (the caller then uses the index)."""
     sql, params = where
     count = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE {sql} LIMIT ?)", [*params, max_rows + 1]
@@ -130,68 +118,6 @@ def scan_rank(
     scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
     top = [(rid, score) for score, _, _, rid in scored[:need]]
     return top, {rid: texts[rid] for rid, _ in top}
-
-
-@dataclass(frozen=True, slots=True)
-class Needle:
-    """A cheap necessary test for one query word: the folded text of any entry the word matches
-    holds one of ``pieces``; or (no pieces) holds ``word`` or a word within ``budget`` edits."""
-
-    pieces: tuple[str, ...] = ()
-    word: str = ""
-    budget: int = 0
-
-    def found(self, folded: str, tokens: Callable[[], list[str]]) -> bool:
-        if self.pieces:
-            return any(piece in folded for piece in self.pieces)
-        if self.word in folded:
-            return True
-        close = process.extractOne(self.word, tokens(), scorer=OSA.distance, score_cutoff=self.budget)
-        return close is not None
-
-
-def needle(word: str) -> Needle | None:
-    """The test of a (folded) query word, ``None`` when there is none. Every tier but the typo one
-    contains the word (its parts, for an identifier); a typo within the budget leaves one of the
-    word's ``budget + 1`` pieces (separated by one character, so that an edit, an adjacent swap
-    included, breaks at most one) intact, or, when the pieces would be single letters, is a word of
-    the text within the budget. Digits match exactly at every tier (a word with letters too keeps
-    its digit skeleton): the word's longest run of digits is in the text."""
-    runs = _DIGIT_RUNS.findall(word)
-    if runs and not is_cjk(word):
-        return Needle((max(runs, key=len),))
-    if is_compound(word):
-        parts = [needle(part) for part in WORD_RE.findall(word)]
-        if not parts or any(p is None or not p.pieces for p in parts):
-            return None
-        return Needle(tuple(piece for part in parts if part for piece in part.pieces))  # one part: necessary
-    if is_cjk(word):
-        return Needle((word,))
-    if not word:
-        return None
-    budget = fuzzy_budget(word)
-    if not budget:
-        return Needle((word,))
-    size = (len(word) - budget) // (budget + 1)
-    if size < 2:
-        return Needle(word=word, budget=budget)
-    cuts = range(0, len(word), size + 1)
-    found = [word[at : at + size] for at in cuts][: budget + 1]
-    found[-1] = word[cuts[budget] :]
-    return Needle(tuple(found))
-
-
-def may_match(folded: str, needles: Sequence[Needle | None], partial: bool) -> bool:
-    """Whether the folded text can match: every word's test passes (``partial``: one word's)."""
-    words: list[str] = []
-
-    def tokens() -> list[str]:
-        if not words:
-            words.extend(word_tokens(folded) or [""])
-        return words
-
-    hits = (n is None or n.found(folded, tokens) for n in needles)
-    return any(hits) if partial else all(hits)
 
 
 def page_hints(words: Sequence[str], texts: Sequence[str]) -> list[str]:

@@ -7,8 +7,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import backscroll.query.tools.sdk as sdk
 from backscroll.query.errors import SessionQueryError
-from backscroll.query.tools import sdk
 from backscroll.query.tools.args import parse_object
 from backscroll.query.tools.errors import (
     ToolError,

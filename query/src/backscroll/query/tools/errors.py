@@ -1,5 +1,5 @@
 """Tool-boundary errors: every failure becomes a :class:`ToolError` with a code and a fixed,
-model-safe message (spec §3.10). Provider and reader diagnostics are logged, never shown."""
+model-safe message. Provider and reader diagnostics are logged, never shown."""
 
 from __future__ import annotations
 

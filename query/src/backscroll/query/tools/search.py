@@ -1,4 +1,4 @@
-"""The search tools: ``session_query`` (ranked hits, spec D1) and ``session_search`` (hits grouped
+"""The search tools: ``session_query`` (ranked hits) and ``session_search`` (hits grouped
 by session across a workspace). The model supplies only the query (and a limit for the first);
 scope, kinds, excerpt size and the excluded tool names are fixed by whoever builds the tool."""
 
@@ -28,6 +28,7 @@ __all__ = [
     "WORKSPACE_DESCRIPTION",
     "SessionQueryTool",
     "SessionSearchTool",
+    "session_query_tool",
 ]
 
 TOOL_NAME: Final = "session_query"
@@ -154,7 +155,7 @@ class SessionQueryTool(_SearchBase):
         }
 
     def parse_arguments(self, arguments: object) -> tuple[str, int]:
-        """``(query, limit)`` from the model's arguments (limit clamped, spec D7)."""
+        """``(query, limit)`` from the model's arguments (limit clamped to the maximum)."""
         return self._parse(parse_object(arguments))
 
     def _parse(self, data: dict[str, Any]) -> tuple[str, int]:
@@ -179,6 +180,19 @@ class SessionQueryTool(_SearchBase):
         several = getattr(scope, "kind", "sessions") == "workspaces" or len(getattr(scope, "ids", ())) > 1
         noun = "workspace" if self.session_id is None and several else "session"
         return render_result(result, query, scope_noun=noun)
+
+
+def session_query_tool(
+    provider: SessionQuery | None, *, workspace: bool = False, **kwargs: Any
+) -> SessionQueryTool | None:
+    """The tool, or ``None`` (decline: advertise nothing) when there is no provider to search.
+    ``workspace=True`` names it ``workspace_query`` and describes it as searching the workspace."""
+    if provider is None:
+        return None
+    if workspace:
+        kwargs.setdefault("name", "workspace_query")
+        kwargs.setdefault("description", WORKSPACE_DESCRIPTION)
+    return SessionQueryTool(provider, **kwargs)
 
 
 class SessionSearchTool(_SearchBase):

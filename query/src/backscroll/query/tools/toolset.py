@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+import backscroll.query.tools.sdk as sdk
 from backscroll.query.contract import SessionQuery
-from backscroll.query.tools import sdk
 from backscroll.query.tools.base import ModelTool
 from backscroll.query.tools.errors import ToolError, invalid_arguments
 from backscroll.query.tools.reading import EventReadTool, EventTraceTool, SessionReads, SessionTraceTool
