@@ -32,8 +32,9 @@ from typing import Any
 import orjson
 
 from backscroll.indexer import OpenSearchSettings, OpenSearchView
-from backscroll.indexer.document import event_document, events_template_body
+from backscroll.indexer.document import event_document
 from backscroll.indexer.opensearch.analysis import analysis_settings
+from backscroll.indexer.opensearch.mappings import events_template_body
 from backscroll.indexer.textfold import CJK_RANGES
 from backscroll.ingest import parse_record
 from backscroll.ingest.wire import EventRecord

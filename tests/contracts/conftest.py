@@ -387,7 +387,7 @@ class StackHarness(Harness):
         return {"page_size": page_size, "cache": False}
 
     def _events(self) -> tuple[Any, str]:
-        from backscroll.indexer.document import events_alias
+        from backscroll.indexer.opensearch.mappings import events_alias
 
         return self.pipeline.view().client, events_alias(self.pipeline.opensearch.index_prefix)
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from tests.integration.conftest import Pipeline
 
-from backscroll.indexer.document import PERIODIC_REFRESH
+from backscroll.indexer.kafka.worker import rebuild
 from backscroll.indexer.opensearch.load import bulk_load_settings
-from backscroll.indexer.opensearch.operations import rebuild
+from backscroll.indexer.opensearch.mappings import PERIODIC_REFRESH
 
 _T0 = datetime(2026, 11, 3, tzinfo=UTC)
 

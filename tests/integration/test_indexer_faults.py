@@ -23,7 +23,8 @@ from conftest import Pipeline
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from backscroll.indexer import Runner, RunStats, kafka_runner
-from backscroll.indexer.opensearch.operations import forget_session, rebuild
+from backscroll.indexer.kafka.worker import rebuild
+from backscroll.indexer.opensearch.operations import forget_session
 from backscroll.query import Scope, SessionQueryRequest
 
 STACK = Path(__file__).resolve().parents[2] / "deploy" / "local" / "stack.sh"

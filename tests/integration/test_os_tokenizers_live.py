@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from tests.contracts.token_texts import TOKEN_TEXTS
 
 from backscroll.indexer import OpenSearchSettings, OpenSearchView
-from backscroll.indexer.document import events_alias
 from backscroll.indexer.opensearch.analysis import analysis_settings
+from backscroll.indexer.opensearch.mappings import events_alias
 from backscroll.indexer.textfold import ident_tokens, word_tokens
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from backscroll.indexer.document import events_template_body
 from backscroll.indexer.opensearch.analysis import analysis_settings
+from backscroll.indexer.opensearch.mappings import events_template_body
 from benchmarks.bench_analysis import _index_body, bodies
 
 

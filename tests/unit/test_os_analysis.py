@@ -11,8 +11,8 @@ from bisect import bisect_right
 from hypothesis import given, settings
 from tests.contracts.token_texts import TOKEN_TEXTS
 
-from backscroll.indexer.document import events_template_body, sessions_index_body
 from backscroll.indexer.opensearch.analysis import analysis_settings
+from backscroll.indexer.opensearch.mappings import events_template_body, sessions_index_body
 from backscroll.indexer.textfold import CJK_RANGES, ident_tokens, word_tokens
 
 _JOINERS = "_.:-"

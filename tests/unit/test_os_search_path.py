@@ -12,7 +12,7 @@ import orjson
 import pytest
 from opensearchpy.exceptions import SerializationError
 
-from backscroll.indexer.document import events_template_body
+from backscroll.indexer.opensearch.mappings import events_template_body
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
 from backscroll.query.excerpt import excerpt
 from backscroll.query.opensearch.body import HIT_SOURCE, browse_body, count_body, scan_body, search_body

@@ -190,7 +190,7 @@ class KafkaOpenSearchBackend(Backend):
     def rebuild(self, *, keep: bool = False, on_batch: RebuildProgress | None = None) -> Rebuilt:
         """A new index version, replayed from the start of the topic while the current one serves;
         the read aliases switch atomically; the old version is deleted unless ``keep``."""
-        from backscroll.indexer.opensearch.operations import rebuild
+        from backscroll.indexer.kafka.worker import rebuild
 
         report = rebuild(self.kafka, self.opensearch, self.indexer, keep=keep, on_batch=on_batch)
         summary = (

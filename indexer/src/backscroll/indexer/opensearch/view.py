@@ -13,18 +13,18 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, SSLError, TransportError
 
-from backscroll.indexer.document import (
-    events_alias,
-    events_template_body,
-    fold_event,
-    sessions_alias,
-    sessions_index_body,
-    watermarks_index,
-)
+from backscroll.indexer.document import fold_event
 from backscroll.indexer.errors import ViewUnavailable
 from backscroll.indexer.fold import FoldEvent
 from backscroll.indexer.opensearch.bulk import BulkWriter, ItemResult, is_retriable_status
 from backscroll.indexer.opensearch.errors import os_edge_method
+from backscroll.indexer.opensearch.mappings import (
+    events_alias,
+    events_template_body,
+    sessions_alias,
+    sessions_index_body,
+    watermarks_index,
+)
 from backscroll.indexer.opensearch.security import deny
 from backscroll.indexer.ports import Outcome, WriteResult
 from backscroll.indexer.projector import Action, SessionProjection, project_records

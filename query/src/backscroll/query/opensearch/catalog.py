@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from opensearchpy.exceptions import NotFoundError
 
-from backscroll.indexer.document import events_alias, sessions_alias
+from backscroll.indexer.opensearch.mappings import events_alias, sessions_alias
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.query.opensearch.access import translate_opensearch_error
 from backscroll.query.opensearch.clients import shared_client

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
-from backscroll.indexer.document import events_alias, sessions_alias, watermarks_index
+from backscroll.indexer.opensearch.mappings import events_alias, sessions_alias, watermarks_index
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.query.config import check_int, check_scope
 from backscroll.query.deadline import Deadline

@@ -28,7 +28,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, Unpack
 
-from backscroll.indexer.document import events_alias, sessions_alias
+from backscroll.indexer.opensearch.mappings import events_alias, sessions_alias
 from backscroll.indexer.settings import OpenSearchSettings
 from backscroll.query.config import check_bool, check_int
 from backscroll.query.deadline import Deadline
