@@ -1,8 +1,9 @@
 """Indexer: projects the session log (Kafka topic or SQLite table) into a search view. May import
 ingest, never query.
 
-Names are loaded on first use, so that importing a pure module such as
-``backscroll.indexer.document`` (the query side does) does not load Kafka or OpenSearch clients.
+The core (runner, ports, fold, documents, settings) loads with the package; the names of the backend
+folders (``kafka/``, ``opensearch/``, ``sqlite/``) load on first use, so that the embedded path never
+loads the Kafka or OpenSearch client.
 """
 
 from __future__ import annotations
@@ -10,61 +11,39 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from backscroll.indexer.deadletter import DeadLetter, decode_envelope
+from backscroll.indexer.errors import (
+    DeadLetterUnavailable,
+    IndexerError,
+    NotCaughtUp,
+    SourceFailed,
+    SourceUnavailable,
+    ViewFailed,
+    ViewUnavailable,
+)
+from backscroll.indexer.ports import (
+    Commit,
+    DeadLetters,
+    Entry,
+    EntrySource,
+    InvalidEntry,
+    Outcome,
+    Poll,
+    RawRecord,
+    SessionView,
+    WriteResult,
+)
+from backscroll.indexer.runner import Runner, RunStats
+from backscroll.indexer.settings import IndexerSettings, OpenSearchSettings
+
 if TYPE_CHECKING:
-    from backscroll.indexer.deadletter import DeadLetter, decode_envelope
-    from backscroll.indexer.errors import (
-        DeadLetterUnavailable,
-        IndexerError,
-        NotCaughtUp,
-        SourceFailed,
-        SourceUnavailable,
-        ViewFailed,
-        ViewUnavailable,
-    )
     from backscroll.indexer.kafka.worker import kafka_runner
     from backscroll.indexer.opensearch.view import OpenSearchView
-    from backscroll.indexer.ports import (
-        Commit,
-        DeadLetters,
-        Entry,
-        EntrySource,
-        InvalidEntry,
-        Outcome,
-        Poll,
-        RawRecord,
-        SessionView,
-        WriteResult,
-    )
-    from backscroll.indexer.runner import Runner, RunStats
-    from backscroll.indexer.settings import IndexerSettings, OpenSearchSettings
     from backscroll.indexer.sqlite.runner import embedded_runner
 
 _WHERE = {
-    "DeadLetter": "deadletter",
-    "decode_envelope": "deadletter",
     "embedded_runner": "sqlite.runner",
-    "DeadLetterUnavailable": "errors",
-    "IndexerError": "errors",
-    "NotCaughtUp": "errors",
-    "SourceFailed": "errors",
-    "SourceUnavailable": "errors",
-    "ViewFailed": "errors",
-    "ViewUnavailable": "errors",
     "OpenSearchView": "opensearch.view",
-    "Commit": "ports",
-    "DeadLetters": "ports",
-    "Entry": "ports",
-    "EntrySource": "ports",
-    "InvalidEntry": "ports",
-    "Outcome": "ports",
-    "Poll": "ports",
-    "RawRecord": "ports",
-    "SessionView": "ports",
-    "WriteResult": "ports",
-    "RunStats": "runner",
-    "Runner": "runner",
-    "IndexerSettings": "settings",
-    "OpenSearchSettings": "settings",
     "kafka_runner": "kafka.worker",
 }
 

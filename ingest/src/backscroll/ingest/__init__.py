@@ -1,7 +1,8 @@
 """Ingest: the wire format and the appender agents embed. Imports nothing from indexer or query.
 
-Names load on first use: importing the wire format (the query side does) does not start
-loading the Kafka client.
+The core (wire format, entry-log interface, errors, settings) loads with the package; the names of
+the backend folders (``kafka/``, ``sqlite/``) load on first use, so an agent that appends to one
+SQLite file, or the query side reading the wire format, never loads the Kafka client.
 """
 
 from __future__ import annotations
@@ -9,88 +10,55 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from backscroll.ingest.entry_log import EntryLog, LiveView
+from backscroll.ingest.errors import (
+    AppenderClosed,
+    BufferFull,
+    IngestError,
+    LogCorrupt,
+    LogFull,
+    LogInaccessible,
+    LogNotFound,
+    LogRefused,
+    LogUnavailable,
+    NotABackscrollFile,
+    RecordRejected,
+    SequenceError,
+    SessionBusy,
+    SpoolError,
+    SpoolFull,
+    SpoolLocked,
+)
+from backscroll.ingest.live import LiveEntry, LiveLog
+from backscroll.ingest.records import AppendHandle, LogRecord, Position
+from backscroll.ingest.session import LastSeqLookup, SessionWriter
+from backscroll.ingest.settings import AppenderSettings, KafkaSettings
+from backscroll.ingest.wire import (
+    AppendOp,
+    EventRecord,
+    HeaderRecord,
+    ReplaceOp,
+    decode_record,
+    encode_record,
+    parse_record,
+)
+
 if TYPE_CHECKING:
-    from backscroll.ingest.entry_log import EntryLog, LiveView
-    from backscroll.ingest.errors import (
-        AppenderClosed,
-        BufferFull,
-        IngestError,
-        LogCorrupt,
-        LogFull,
-        LogInaccessible,
-        LogNotFound,
-        LogRefused,
-        LogUnavailable,
-        NotABackscrollFile,
-        RecordRejected,
-        SequenceError,
-        SessionBusy,
-        SpoolError,
-        SpoolFull,
-        SpoolLocked,
-    )
     from backscroll.ingest.kafka.appender import Appender, AppenderStats, get_appender
     from backscroll.ingest.kafka.spool.store import Spool, SpoolRecord, open_slot
     from backscroll.ingest.kafka.topics import dlq_topic, ensure_topics
-    from backscroll.ingest.live import LiveEntry, LiveLog
-    from backscroll.ingest.records import AppendHandle, LogRecord, Position
-    from backscroll.ingest.session import LastSeqLookup, SessionWriter
-    from backscroll.ingest.settings import AppenderSettings, KafkaSettings
     from backscroll.ingest.sqlite.log import SQLiteEntryLog
-    from backscroll.ingest.wire import (
-        AppendOp,
-        EventRecord,
-        HeaderRecord,
-        ReplaceOp,
-        decode_record,
-        encode_record,
-        parse_record,
-    )
 
 _WHERE = {
     "Appender": "kafka.appender",
     "AppenderStats": "kafka.appender",
     "get_appender": "kafka.appender",
-    "EntryLog": "entry_log",
-    "LiveView": "entry_log",
-    "AppenderClosed": "errors",
-    "BufferFull": "errors",
-    "IngestError": "errors",
-    "LogCorrupt": "errors",
-    "LogFull": "errors",
-    "LogInaccessible": "errors",
-    "LogNotFound": "errors",
-    "LogRefused": "errors",
-    "LogUnavailable": "errors",
-    "NotABackscrollFile": "errors",
-    "RecordRejected": "errors",
-    "SequenceError": "errors",
-    "SessionBusy": "errors",
-    "SpoolError": "errors",
-    "SpoolFull": "errors",
-    "SpoolLocked": "errors",
-    "LiveEntry": "live",
-    "LiveLog": "live",
-    "AppendHandle": "records",
-    "LogRecord": "records",
-    "Position": "records",
     "SQLiteEntryLog": "sqlite.log",
-    "LastSeqLookup": "session",
-    "SessionWriter": "session",
-    "AppenderSettings": "settings",
-    "KafkaSettings": "settings",
     "Spool": "kafka.spool.store",
     "SpoolRecord": "kafka.spool.store",
     "open_slot": "kafka.spool.store",
     "dlq_topic": "kafka.topics",
     "ensure_topics": "kafka.topics",
-    "AppendOp": "wire",
-    "EventRecord": "wire",
-    "HeaderRecord": "wire",
-    "ReplaceOp": "wire",
-    "decode_record": "wire",
-    "encode_record": "wire",
-    "parse_record": "wire",
 }
 
 __all__ = [

@@ -1,7 +1,8 @@
 """Query: scoped fuzzy search and exact reads over the projection, and the model-facing tool.
 
-Names load on first use, so importing this package (or using the embedded provider and reader)
-loads neither the Kafka nor the OpenSearch client.
+The core (contract, provider core, reads, tools, scope, errors) loads with the package; the names of
+the backend folders (``opensearch/``, ``sqlite/``) load on first use, so importing this package (or
+using the embedded provider and reader) loads neither the Kafka nor the OpenSearch client.
 """
 
 from __future__ import annotations
@@ -9,88 +10,55 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from backscroll.query.aio import AsyncSearchProvider
+from backscroll.query.contract import (
+    DEFAULT_EXCERPT_BYTES,
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    SessionMatch,
+    SessionQuery,
+    SessionQueryRequest,
+    SessionQueryResult,
+)
+from backscroll.query.deadline import AbortSignal
+from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
+from backscroll.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
+from backscroll.query.provider import SearchProvider
+from backscroll.query.reads import (
+    EventRecordView,
+    EventTraceResult,
+    LineageNode,
+    LiveSource,
+    ReadEventResult,
+    SessionHeader,
+    SessionRecord,
+    SessionStats,
+    SessionTrace,
+    SurfaceRead,
+)
+from backscroll.query.reads.async_reader import AsyncSessionReader
+from backscroll.query.render import render_result
+from backscroll.query.scope import Scope
+from backscroll.query.tools.errors import ToolError
+from backscroll.query.tools.search import TOOL_NAME, SessionQueryTool, session_query_tool
+
 if TYPE_CHECKING:
-    from backscroll.query.aio import AsyncSearchProvider
-    from backscroll.query.contract import (
-        DEFAULT_EXCERPT_BYTES,
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        SessionMatch,
-        SessionQuery,
-        SessionQueryRequest,
-        SessionQueryResult,
-    )
-    from backscroll.query.deadline import AbortSignal
-    from backscroll.query.engine import EngineHit, EnginePage, EngineQuery, SearchEngine
-    from backscroll.query.errors import ERROR_CODES, ErrorCode, SessionQueryError
     from backscroll.query.opensearch.async_provider import AsyncOpenSearchProvider
     from backscroll.query.opensearch.async_reader import AsyncOpenSearchReader
     from backscroll.query.opensearch.provider import OpenSearchProvider
     from backscroll.query.opensearch.reader import OpenSearchSessionReader
-    from backscroll.query.provider import SearchProvider
-    from backscroll.query.reads import (
-        EventRecordView,
-        EventTraceResult,
-        LineageNode,
-        LiveSource,
-        ReadEventResult,
-        SessionHeader,
-        SessionRecord,
-        SessionStats,
-        SessionTrace,
-        SurfaceRead,
-    )
-    from backscroll.query.reads.async_reader import AsyncSessionReader
-    from backscroll.query.render import render_result
-    from backscroll.query.scope import Scope
     from backscroll.query.sqlite.async_provider import AsyncSQLiteProvider
     from backscroll.query.sqlite.provider import SQLiteProvider
     from backscroll.query.sqlite.reader import SQLiteSessionReader
-    from backscroll.query.tools.errors import ToolError
-    from backscroll.query.tools.search import TOOL_NAME, SessionQueryTool, session_query_tool
 
 _WHERE = {
     "AsyncOpenSearchProvider": "opensearch.async_provider",
     "AsyncOpenSearchReader": "opensearch.async_reader",
     "AsyncSQLiteProvider": "sqlite.async_provider",
-    "AsyncSearchProvider": "aio",
-    "AsyncSessionReader": "reads.async_reader",
-    "DEFAULT_EXCERPT_BYTES": "contract",
-    "DEFAULT_LIMIT": "contract",
-    "MAX_LIMIT": "contract",
-    "SessionMatch": "contract",
-    "SessionQuery": "contract",
-    "SessionQueryRequest": "contract",
-    "SessionQueryResult": "contract",
-    "AbortSignal": "deadline",
-    "EngineHit": "engine",
-    "EnginePage": "engine",
-    "EngineQuery": "engine",
-    "SearchEngine": "engine",
-    "ERROR_CODES": "errors",
-    "ErrorCode": "errors",
-    "SessionQueryError": "errors",
     "OpenSearchProvider": "opensearch.provider",
-    "SearchProvider": "provider",
-    "EventRecordView": "reads",
-    "EventTraceResult": "reads",
-    "LineageNode": "reads",
-    "LiveSource": "reads",
-    "ReadEventResult": "reads",
-    "SessionHeader": "reads",
-    "SessionRecord": "reads",
-    "SessionStats": "reads",
-    "SessionTrace": "reads",
-    "SurfaceRead": "reads",
-    "render_result": "render",
-    "Scope": "scope",
     "OpenSearchSessionReader": "opensearch.reader",
     "SQLiteProvider": "sqlite.provider",
     "SQLiteSessionReader": "sqlite.reader",
-    "TOOL_NAME": "tools.search",
-    "SessionQueryTool": "tools.search",
-    "ToolError": "tools.errors",
-    "session_query_tool": "tools.search",
 }
 
 __all__ = [
