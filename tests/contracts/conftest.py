@@ -364,7 +364,9 @@ class StackHarness(Harness):
     def settings_env(self) -> dict[str, str]:
         return {
             "BACKSCROLL_BACKEND": "kafka-opensearch",
+            "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": self.pipeline.kafka.bootstrap_servers,
             "BACKSCROLL_KAFKA_TOPIC": self.pipeline.kafka.topic,
+            "BACKSCROLL_OPENSEARCH_URL": self.pipeline.opensearch.url,
             "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": self.pipeline.opensearch.index_prefix,
             "BACKSCROLL_INDEXER_GROUP_ID": self.pipeline.indexer.group_id,
         }

@@ -31,7 +31,6 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from backscroll.backends import EmbeddedBackend, KafkaOpenSearchBackend
 from backscroll.cli.main import app
 from backscroll.cli.output import EXIT_FAILED, EXIT_USAGE, USAGE_QUERY_CODES
 from backscroll.ingest import RecordRejected
@@ -128,19 +127,8 @@ class World:
 
 
 def _cli_env(harness: Harness, directory: Path) -> dict[str, str]:
-    backend = harness.backend
-    if isinstance(backend, EmbeddedBackend):
-        return {"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(backend.sqlite_path)}
-    assert isinstance(backend, KafkaOpenSearchBackend)
-    return {
-        "BACKSCROLL_BACKEND": "kafka-opensearch",
-        "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": backend.kafka.bootstrap_servers,
-        "BACKSCROLL_KAFKA_TOPIC": backend.kafka.topic,
-        "BACKSCROLL_OPENSEARCH_URL": backend.opensearch.url,
-        "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": backend.opensearch.index_prefix,
-        "BACKSCROLL_INDEXER_GROUP_ID": backend.indexer.group_id,
-        "BACKSCROLL_APPENDER_SPOOL_DIR": str(directory / "spool"),
-    }
+    # the spool directory only matters to the Kafka appender; the embedded log ignores it
+    return {**harness.settings_env(), "BACKSCROLL_APPENDER_SPOOL_DIR": str(directory / "spool")}
 
 
 @pytest.fixture(scope="module", params=_PARAMS)

@@ -19,7 +19,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from .conftest import EmbeddedHarness, Harness, StackHarness
+from .conftest import Harness
 
 T0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 TOOLS = {"session_query", "session_search", "session_event_read", "session_trace", "session_event_trace"}
@@ -79,22 +79,11 @@ def corpus() -> list[dict[str, Any]]:
 
 
 def _server_env(harness: Harness) -> dict[str, str]:
-    env = {"PYTHONPATH": os.pathsep.join(sys.path), "BACKSCROLL_LOG_LEVEL": "warning"}
-    if isinstance(harness, EmbeddedHarness):
-        env.update({"BACKSCROLL_BACKEND": "embedded", "BACKSCROLL_SQLITE_PATH": str(harness.path)})
-    else:
-        assert isinstance(harness, StackHarness)
-        pipe = harness.pipeline
-        env.update(
-            {
-                "BACKSCROLL_BACKEND": "kafka-opensearch",
-                "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS": pipe.kafka.bootstrap_servers,
-                "BACKSCROLL_KAFKA_TOPIC": pipe.kafka.topic,
-                "BACKSCROLL_OPENSEARCH_URL": pipe.opensearch.url,
-                "BACKSCROLL_OPENSEARCH_INDEX_PREFIX": pipe.opensearch.index_prefix,
-            }
-        )
-    return env
+    return {
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "BACKSCROLL_LOG_LEVEL": "warning",
+        **harness.settings_env(),
+    }
 
 
 def _with_server(
