@@ -21,7 +21,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from backscroll.console import pages
+import backscroll.console.pages as pages
 from backscroll.console.security import COOKIE, Guard, SecurityHeaders, safe_next, same_origin
 from backscroll.console.settings import Access, Grants
 from backscroll.console.source import ConsoleSource

@@ -18,7 +18,8 @@ from typing import Any, Self, TypeVar
 
 from backscroll.query.deadline import AbortSignal, check_signal
 from backscroll.query.driver import OnThread, adrive
-from backscroll.query.reads import (
+from backscroll.query.reads.engine import AsyncReadEngine, ReadEngine, ReadFlow
+from backscroll.query.reads.models import (
     EventRecordView,
     EventTraceResult,
     ReadEventResult,
@@ -26,7 +27,6 @@ from backscroll.query.reads import (
     SessionTrace,
     SurfaceRead,
 )
-from backscroll.query.reads.engine import AsyncReadEngine, ReadEngine, ReadFlow
 from backscroll.query.reads.reader import ReaderBase
 
 __all__ = ["AsyncSessionReader"]

@@ -29,42 +29,48 @@ from backscroll.query.deadline import AbortSignal, Deadline, check_signal
 from backscroll.query.driver import drive
 from backscroll.query.errors import SessionQueryError
 from backscroll.query.live import live_source
-from backscroll.query.reads import (
+from backscroll.query.reads.engine import ReadEngine, ReadFlow, ReadStep, StoredLog
+from backscroll.query.reads.filters import (
+    apply_event_filters,
+    apply_session_filters,
+    parse_event_filters,
+    parse_session_filters,
+)
+from backscroll.query.reads.log import (
+    LogEntry,
+    check_compatible,
+    entry_from_record,
+    header_from_live,
+    merge_listing,
+    merge_logs,
+    preferred_header,
+    scope_admits,
+)
+from backscroll.query.reads.models import (
     DEFAULT_READ_WINDOW_MAX,
     EventRecordView,
     EventTraceResult,
     LiveSource,
-    LogEntry,
     ReadEventResult,
     SessionHeader,
     SessionRecord,
     SessionTrace,
     SurfaceRead,
-    apply_event_filters,
-    apply_session_filters,
+)
+from backscroll.query.reads.views import (
     build_read_event,
     build_surface_read,
     build_trace_event,
-    check_compatible,
     check_fold,
     check_read_window_max,
     check_session_id,
     check_window,
-    entry_from_record,
     event_view,
     fold_log,
-    header_from_live,
     locate_index,
-    merge_listing,
-    merge_logs,
-    parse_event_filters,
-    parse_session_filters,
-    preferred_header,
-    scope_admits,
     trace_session,
     window_bounds,
 )
-from backscroll.query.reads.engine import ReadEngine, ReadFlow, ReadStep, StoredLog
 from backscroll.query.scope import Scope
 
 __all__ = [
