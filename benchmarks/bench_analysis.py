@@ -34,7 +34,7 @@ import orjson
 from backscroll.indexer import OpenSearchSettings, OpenSearchView
 from backscroll.indexer.document import event_document
 from backscroll.indexer.opensearch.analysis import analysis_settings
-from backscroll.indexer.opensearch.mappings import events_template_body
+from backscroll.indexer.opensearch.mappings import events_index_body
 from backscroll.indexer.textfold import CJK_RANGES
 from backscroll.ingest import parse_record
 from backscroll.ingest.wire import EventRecord
@@ -59,7 +59,7 @@ def java_pattern_tokenizers() -> dict[str, Any]:
 
 
 def _index_body(analysis_name: str) -> dict[str, Any]:
-    mappings = copy.deepcopy(events_template_body("bench")["template"]["mappings"])
+    mappings = copy.deepcopy(events_index_body()["mappings"])
     analysis = analysis_settings()
     if analysis_name == "java_pattern":
         analysis["tokenizer"] = java_pattern_tokenizers()

@@ -10,6 +10,16 @@
                      as the query's last word, after 0–2 clean words, in the *largest* workspace
                      (``backst`` for ``backstage``)
 ``cjk``              2–4 consecutive characters from inside a run of Chinese, Japanese or Korean text
+``sep_prefix``       a whole segment of a joined name of the entry (``_ . / -``), its separator and the
+                     first 1–3 characters of the next segment, from any segment on (``parse_he`` of
+                     ``self.parse_header``, ``conf.y`` of ``app/conf.yaml``, ``query/sc`` of
+                     ``query/scoring.py``); ground truth: the fragment at the start of a word
+``dotted_typo2``     two edits (insert, delete, substitute, adjacent swap) in the letters of a dotted
+                     name of the entry (host, file name with extension, attribute path: ``exmaple.cmo``
+                     for ``example.com``), never on its first character, a digit or a dot; each segment
+                     as typed keeps to its own typo budget (of its letters: none up to 2, 1 edit for
+                     3–5, 2 from 6) and its digits in place;
+                     ground truth: the entries holding the name as written
 
 Ground truth: the searchable entries in scope whose folded text contains the clean words and the
 fragment as a substring (a version head not followed by another digit: ``2.2.1`` is not in
@@ -30,13 +40,23 @@ from benchmarks.folding import contains_all, fold
 if TYPE_CHECKING:
     from benchmarks.queries import Doc, Query, QueryGenerator
 
-__all__ = ["EXTRA_VARIANTS", "build_extra", "has_cjk"]
+__all__ = ["EXTRA_VARIANTS", "build_extra", "dotted_typo", "has_cjk", "sep_cut"]
 
-EXTRA_VARIANTS = ("digit_typo", "id_prefix", "version_prefix", "word_prefix", "cjk")
+EXTRA_VARIANTS = (
+    "digit_typo",
+    "id_prefix",
+    "version_prefix",
+    "word_prefix",
+    "cjk",
+    "sep_prefix",
+    "dotted_typo2",
+)
 
 _MIXED = re.compile(r"[^\W_]+")
 _IDENT = re.compile(r"(?<![^\W_])[^\W_]+(?:[_.:-][^\W_]+)+")
 _VERSION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)+)([-~+:][0-9A-Za-z][\w.+~-]*)")
+_JOINED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[_./-][A-Za-z0-9]+)+")
+_DOTTED = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)+(?![\w-]|\.\w)")
 _CJK_CLASS = "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
 _CJK_RUN = re.compile(_CJK_CLASS + "{3,}")
 _CJK_ANY = re.compile(_CJK_CLASS)
@@ -123,6 +143,59 @@ def _cut(ident: str, rng: random.Random) -> str | None:
     return ident[: sep + 1 + take]
 
 
+def sep_cut(name: str, rng: random.Random) -> str | None:
+    """A whole segment of ``name``, its separator and 1–3 characters of the next segment (a true
+    cut: the next segment goes on), from a segment with a letter; ``None`` when there is none."""
+    seps = [m.start() for m in re.finditer(r"[_./-]", name)]
+    starts = [0, *(i + 1 for i in seps)]
+    spots = []
+    for k, sep in enumerate(seps):
+        segment = name[starts[k] : sep]
+        following = re.match(r"[A-Za-z0-9]+", name[sep + 1 :])
+        if following and len(following.group()) >= 2 and any(c.isalpha() for c in segment):
+            spots.append((starts[k], sep, len(following.group())))
+    if not spots:
+        return None
+    start, sep, rest = rng.choice(spots)
+    take = rng.randint(1, min(3, rest - 1))
+    return name[start : sep + 1 + take]
+
+
+def _word_start(fragment: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![^\W_]){re.escape(fragment)}")
+
+
+def _budget(letters: int) -> int:
+    return 0 if letters <= 2 else 1 if letters <= 5 else 2
+
+
+def dotted_typo(name: str, rng: random.Random) -> str | None:
+    """``name`` (segments joined by ``.``) with two edits in its letters, spread so that each segment
+    as typed stays within its own typo budget (of its letters: its digits stay where they are);
+    ``None`` when twelve tries find none."""
+    segments = name.split(".")
+    for _ in range(12):
+        typed: str | None = name
+        for _ in range(2):
+            typed = _letters_edit(typed, rng) if typed else None
+        if not typed or OSA.distance(name.lower(), typed.lower()) != 2:
+            continue
+        parts = typed.split(".")
+        if len(parts) != len(segments) or not all(parts):
+            continue
+        pairs = list(zip(segments, parts, strict=True))
+        edits = [OSA.distance(a.lower(), b.lower()) for a, b in pairs]
+        # The budget of the segment as typed, its letters' when it has digits (which stay put).
+        budgets = [_budget(sum(c.isalpha() for c in b)) for _, b in pairs]
+        if (
+            sum(edits) == 2
+            and all(e <= b for e, b in zip(edits, budgets, strict=True))
+            and all(_skeleton(a) == _skeleton(b) for a, b in pairs)
+        ):
+            return typed
+    return None
+
+
 def build_extra(
     gen: QueryGenerator, variant: str, doc: Doc, scope_kind: str, rng: random.Random
 ) -> Query | None:
@@ -188,6 +261,33 @@ def build_extra(
         typed = note = run[start : start + length]
         folded = fold(typed)
         relevant = _where(gen, scope_kind, scope_id, lambda text: folded in text)
+    elif variant == "sep_prefix":
+        names = [n for n in dict.fromkeys(_JOINED.findall(doc.text)) if len(n) >= 5]
+        if not names:
+            return None
+        name = rng.choice(names)
+        piece = sep_cut(name, rng)
+        if piece is None:
+            return None
+        typed, note = piece, name
+        starts = _word_start(fold(piece))
+        relevant = _where(gen, scope_kind, scope_id, lambda text: starts.search(text) is not None)
+    elif variant == "dotted_typo2":
+        names = [
+            n
+            for n in dict.fromkeys(_DOTTED.findall(doc.text))
+            if sum(c.isalpha() for c in n) >= 6 and any(len(s) >= 3 for s in n.split("."))
+        ]
+        if not names:
+            return None
+        name = rng.choice(names)
+        misspelt = dotted_typo(name, rng)
+        if misspelt is None:
+            return None
+        typed, note = misspelt, name
+        whole = fold(name)
+        relevant = _where(gen, scope_kind, scope_id, lambda text: whole in text)
+        clean = [name]
     else:
         raise ValueError(f"unknown variant {variant!r}")
     if doc.doc_id not in relevant or len(relevant) > 10:

@@ -24,6 +24,9 @@ SEC_DIR=$STACK_DIR/secure
 SEC_TLS=$SEC_DIR/tls
 SEC_SECRETS=$SEC_DIR/secrets.env
 SEC_ENV=$SEC_DIR/env
+# the broker's config names the super-user and keystore passwords, so it lives with the secrets
+K_PROPS=$SEC_DIR/kafka/server.properties
+K_MARKER=$K_PROPS
 SEC_PLUGIN_ZIP=$CACHE_DIR/opensearch-security-$SECURITY_PLUGIN_VERSION.zip
 SEC_DLS_WORKSPACE=${BACKSCROLL_STACK_DLS_WORKSPACE:-workspace-a}
 SEC_TOPIC=${BACKSCROLL_STACK_TOPIC:-backscroll.entries}
@@ -121,8 +124,11 @@ sec_prepare() {   # called by prepare_start in secure mode
 
 # ----------------------------------------------------------------------------- kafka
 sec_write_kafka_config() {
-    mkdir -p "$K_CONF" "$K_DATA" "$K_LOGS"
-    local props=$K_CONF/server.properties
+    mkdir -p "$K_CONF" "$K_DATA" "$K_LOGS" "$SEC_DIR/kafka" && chmod 700 "$SEC_DIR/kafka"
+    # a broker config of an older layout, outside secure/, held the passwords: never leave it
+    rm -f "$K_CONF/server.properties"
+    local props=$K_PROPS
+    rm -f "$props"   # created afresh so the umask decides its mode, whatever an earlier run left
     (
         umask 077
         cat >"$props" <<EOF
@@ -260,11 +266,13 @@ EOF
     cat >"$sc/roles.yml" <<EOF
 _meta: {type: "roles", config_version: 2}
 backscroll_indexer:
-  description: "backscroll indexer: create and write the backscroll indices, nothing else"
-  cluster_permissions: [cluster_composite_ops, cluster_manage_index_templates, "cluster:monitor/health"]
+  description: "backscroll indexer: create and write the backscroll indices; it never deletes"
+  cluster_permissions: [cluster_composite_ops, "cluster:monitor/health"]
   index_permissions:
     - index_patterns: ["$p"]
-      allowed_actions: [crud, create_index, manage_aliases, "indices:admin/get", "indices:admin/exists",
+      # projection only adds and updates: no delete (by id, in a bulk, or of an index)
+      allowed_actions: [read, "indices:data/write/index", "indices:data/write/bulk*",
+                        "indices:data/write/update", create_index, manage_aliases, "indices:admin/get", "indices:admin/exists",
                         "indices:admin/aliases/get", "indices:admin/refresh*", "indices:admin/mapping/put",
                         "indices:admin/mappings/get"]
 backscroll_query:
@@ -282,7 +290,8 @@ backscroll_query_scoped:
       allowed_actions: [read, "indices:admin/aliases/get", "indices:admin/get", "indices:admin/exists"]
 backscroll_operator:
   description: "backscroll operator: forget, rebuild (new index versions, alias switch, delete old)"
-  cluster_permissions: [cluster_composite_ops, cluster_manage_index_templates, "cluster:monitor/health"]
+  # no index templates: they are cluster-wide, so a template could reach another application's indices
+  cluster_permissions: [cluster_composite_ops, "cluster:monitor/health"]
   index_permissions:
     - index_patterns: ["$p"]
       allowed_actions: [crud, create_index, delete, manage, manage_aliases, "indices:data/write/delete/byquery"]

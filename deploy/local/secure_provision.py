@@ -153,7 +153,13 @@ def provision_opensearch(secret: dict[str, str]) -> int:
     users = sorted({u for _, u in COMPONENTS.values() if u})
     deadline = time.monotonic() + 120
     for user in users:
-        body = {"password": secret[var("OPENSEARCH", user)], "description": "backscroll component principal"}
+        # reserved: the account API refuses a reserved user's own password change, so one stolen
+        # password cannot lock every process that shares the principal out
+        body = {
+            "password": secret[var("OPENSEARCH", user)],
+            "description": "backscroll component principal",
+            "reserved": True,
+        }
         while True:
             try:
                 os_request(context, "PUT", f"/_plugins/_security/api/internalusers/{user}", body)

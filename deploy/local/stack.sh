@@ -82,7 +82,8 @@ CURL_TLS=()   # secured mode: CA + admin client certificate
 
 # A recorded pid only counts as "ours" when its command line contains this marker (guards
 # against pid reuse). Both strings contain the stack dir, so two stacks never mix up.
-K_MARKER=$K_CONF/server.properties
+K_PROPS=$K_CONF/server.properties   # secured mode: inside secure/ (it holds passwords)
+K_MARKER=$K_PROPS
 O_MARKER=$O_HOME/
 
 if ((SECURE)); then
@@ -289,7 +290,7 @@ format_kafka() {
         [[ $cid != -* ]] && break
     done
     say "kafka: formatting new data dir $K_DATA (cluster id $cid)"
-    local tool=(kafka.tools.StorageTool format -t "$cid" -c "$K_CONF/server.properties" --ignore-formatted)
+    local tool=(kafka.tools.StorageTool format -t "$cid" -c "$K_PROPS" --ignore-formatted)
     if ((SECURE)); then   # SCRAM users: main class and arguments from a 0600 @argfile
         sec_format_argfile "$K_DIR/.format.args" "${tool[@]}"
         tool=("@$K_DIR/.format.args")
@@ -318,7 +319,7 @@ launch_kafka() {
             -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError \
             "-XX:ErrorFile=$K_LOGS/hs_err_pid%p.log" -Djava.awt.headless=true \
             -Dlog4j2.configurationFile="$K_CONF/log4j2.properties" \
-            -cp "$KAFKA_LIB/*" kafka.Kafka "$K_CONF/server.properties"
+            -cp "$KAFKA_LIB/*" kafka.Kafka "$K_PROPS"
     ) </dev/null >>"$K_LOG" 2>&1 8>&- 9>&- &
     printf '%s\n' "$!" >"$K_PIDFILE"
 }

@@ -64,10 +64,13 @@ _FALLBACK_DESCRIPTIONS: Final[dict[str, str]] = {
 
 def settings_models() -> list[type[BaseSettings]]:
     """Every settings model, in the order the table lists them."""
+    from backscroll.capture.settings import CaptureSettings
     from backscroll.console.settings import ConsoleSettings
     from backscroll.indexer.settings import IndexerSettings, OpenSearchSettings
     from backscroll.ingest.settings import AppenderSettings, KafkaSettings
     from backscroll.logging_setup import LoggingSettings
+    from backscroll.query.service_client import ServiceClientSettings
+    from backscroll.service.settings import ServeSettings
 
     models: list[type[BaseSettings]] = [
         KafkaSettings,
@@ -76,6 +79,9 @@ def settings_models() -> list[type[BaseSettings]]:
         IndexerSettings,
         LoggingSettings,
         ConsoleSettings,
+        CaptureSettings,
+        ServeSettings,
+        ServiceClientSettings,
     ]
     if importlib.util.find_spec(BACKEND_MODULE) is not None:
         backend = importlib.import_module(BACKEND_MODULE)

@@ -19,6 +19,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("BACKSCROLL_BACKEND", "BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS", "BACKSCROLL_OPENSEARCH_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("BACKSCROLL_SQLITE_PATH", str(path))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the per-user cursor key's place
     return path
 
 
@@ -55,7 +56,7 @@ def test_a_cursor_from_one_process_works_in_the_next_with_a_configured_key(
     )
     rest = [orjson.loads(line)["entry_id"] for line in out.splitlines()]
     assert len(rest) == PAGING_MATCHES - 50 and not page_one & set(rest)
-    # Another key (or none: a random one per process) refuses it.
+    # Another key (or none: the user's own key file) refuses it.
     monkeypatch.setenv("BACKSCROLL_CURSOR_KEY", "another-secret-for-cursors")
     code, out = search("zeppelin", "-w", "ws-page", "--limit", "50", "--cursor", first["next_cursor"])
     assert code == 1

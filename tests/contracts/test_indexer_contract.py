@@ -93,7 +93,8 @@ def _bad_records() -> list[tuple[str, bytes | None, bytes | None, str]]:
         ("unknown field", b"bad-1", mutate(colour="red"), "colour"),
         ("text over 1 MiB", b"bad-1", mutate(text="x" * (1024 * 1024 + 1)), "text"),
         ("header with event fields", b"bad-1", orjson.dumps({**HEADER, "seq": 3}), "seq"),
-        ("oversized record", b"bad-1", b'{"v":1,"pad":"' + b"y" * (3 * 1024 * 1024 + 10) + b'"}', "record"),
+        # over the record cap as spelled, under the input limit: read, then refused for what it is
+        ("oversized record", b"bad-1", b'{"v":1,"pad":"' + b"y" * (3 * 1024 * 1024 + 10) + b'"}', "kind"),
         ("key is not the session", b"other", mutate(), "key"),
         ("no key", None, mutate(), "key"),
     ]

@@ -11,6 +11,7 @@ import pytest
 
 from backscroll.backends import ParkedRecord, WorkspaceCount
 from backscroll.ingest.export import LogExport
+from backscroll.query import SessionQueryError
 
 from . import corpus
 from .conftest import Harness
@@ -125,7 +126,9 @@ def test_forget_deletes_a_session_from_the_projection_only(harness: Harness) -> 
     assert "deleted 3 events of s-ops-a" in forgotten.summary() and forgotten.kept_by
     assert harness.backend.workspace_of("s-ops-a") is None
     assert _session_ids(harness, "ws-ops-a") == set() and _session_ids(harness, "ws-ops-b") == {"s-ops-b"}
-    assert harness.backend.forget("s-ops-a").events == 0
+    with pytest.raises(SessionQueryError) as again:  # forgotten: no longer a session of the projection
+        harness.backend.forget("s-ops-a")
+    assert again.value.code == "SESSION_QUERY_SESSION_NOT_FOUND"
     assert len(_exported(harness, LogExport(session_id="s-ops-a"))) == 4  # the log keeps the records
 
 

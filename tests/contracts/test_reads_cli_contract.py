@@ -64,7 +64,8 @@ def test_read_commands(pipeline: Harness, monkeypatch: pytest.MonkeyPatch) -> No
     assert missing["error"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
     assert "SESSION_QUERY_INVALID_WINDOW" in run("read", "basic", "0", "--before", "99", code=2)
     assert "SESSION_QUERY_INVALID_SURFACE" in run("trace", "bad-gap", "0", "-w", "ws-bad", code=1)
-    run("sessions", code=2)
+    everywhere = run("sessions", "--json", "--limit", "1000")  # no scope: every workspace
+    assert {"basic", "s47", "deep-0"} <= {s["header"]["session_id"] for s in orjson.loads(everywhere)}
     run("sessions", "-w", "a", "-s", "b", code=2)
 
 

@@ -148,6 +148,15 @@ def _os(call: Callable[[OpenSearch, str], object]) -> OpenSearchProbe:
     return probe
 
 
+def _bulk_delete(client: OpenSearch, prefix: str) -> None:
+    """A delete inside a bulk: the authorizer answers per item, inside a 200 response."""
+    lines = [{"delete": {"_index": f"{prefix}-probe", "_id": "no-such-doc"}}]
+    for item in client.bulk(body=lines)["items"]:
+        error = item["delete"].get("error") or {}
+        if error.get("type") == "security_exception":
+            raise AuthorizationException(403, "security_exception", error)
+
+
 def opensearch_probes() -> dict[str, OpenSearchProbe]:
     return {
         "index a document": _os(
@@ -155,11 +164,17 @@ def opensearch_probes() -> dict[str, OpenSearchProbe]:
         ),
         "search the backscroll indices": _os(lambda c, p: c.search(index=f"{p}-probe", body={"size": 1})),
         "delete a document": _os(lambda c, p: c.delete(index=f"{p}-probe", id="no-such-doc")),
+        "delete a document in a bulk": _os(_bulk_delete),
         "create an index": _os(lambda c, p: c.indices.create(index=f"{p}-new-{uuid.uuid4().hex[:8]}")),
         "delete an index (rebuild)": _os(lambda c, p: c.indices.delete(index=f"{p}-no-such-index")),
         "put an index template": _os(
             lambda c, p: c.indices.put_index_template(
                 name=f"{p}-probe-template", body={"index_patterns": [f"{p}-probe-x*"], "template": {}}
+            )
+        ),
+        "put an index template on another application's indices": _os(
+            lambda c, p: c.indices.put_index_template(
+                name="other-app-template", body={"index_patterns": ["other-app-*"], "template": {}}
             )
         ),
         "read a non-backscroll index": _os(
@@ -186,13 +201,15 @@ KAFKA_ALLOWED: dict[str, set[str]] = {
         "read the dead-letter topic (dlq replay group)",
     },
 }
-_WRITE = {"index a document", "search the backscroll indices", "delete a document", "create an index"}
-#: component -> allowed OpenSearch operations (the rest must be refused)
+_PROJECT = {"index a document", "search the backscroll indices", "create an index"}
+_ERASE = {"delete a document", "delete a document in a bulk", "delete an index (rebuild)"}
+#: component -> allowed OpenSearch operations (the rest must be refused): projection never
+#: deletes, erasing is the operator's, and nobody may write index templates
 OPENSEARCH_ALLOWED: dict[str, set[str]] = {
-    "indexer": _WRITE | {"put an index template"},
+    "indexer": _PROJECT,
     "query": {"search the backscroll indices"},
     "query-scoped": {"search the backscroll indices"},
-    "operator": _WRITE | {"put an index template", "delete an index (rebuild)"},
+    "operator": _PROJECT | _ERASE,
 }
 
 

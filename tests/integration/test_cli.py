@@ -313,7 +313,7 @@ def test_forget_deletes_one_session_from_the_projection(cli: Any, pipeline: Pipe
     result = pipeline.provider(Scope.workspace("ws-c")).search(SessionQueryRequest(query="forecast zurich"))
     assert all(m.session_id != "s-2" for m in result.matches)
     again = cli("forget", "s-2")
-    assert again.code == 0 and "deleted 0 events" in again.stdout
+    assert again.code == 1 and "SESSION_QUERY_SESSION_NOT_FOUND" in again.stderr  # forgotten already
 
 
 # -- wrong settings: one clear line, fast ----------------------------------------------------------

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opensearchpy.exceptions import AuthorizationException
 from pydantic import SecretStr
 from secure_ops import (
     KAFKA_ALLOWED,
@@ -65,8 +66,7 @@ def secured() -> Iterator[Secured]:
     if started.returncode != 0:
         pytest.fail(f"stack.sh up --secure failed:\n{started.stdout[-3000:]}\n{started.stderr[-3000:]}")
     secured = load(f"backscroll-sec-{uuid.uuid4().hex[:8]}")
-    admin = secured.admin()
-    admin.indices.create(index=f"{secured.prefix}-probe")
+    admin = secured.admin()  # nothing of backscroll's: the first `index` must work on its own
     if not admin.indices.exists(index="other-tenant-data"):
         admin.index(index="other-tenant-data", body={"secret": "not for backscroll"}, refresh=True)
     admin.close()
@@ -141,6 +141,9 @@ def test_append_index_search_read_forget_with_per_component_principals(
     with pytest.raises(ViewAccessDenied) as denied:  # erasing is the operator's
         forget_session(query, sid)
     assert "user 'sl-query' lacks permission indices:data/write/" in str(denied.value)
+    with pytest.raises(ViewAccessDenied) as denied:  # projection never deletes
+        forget_session(secured.opensearch("indexer"), sid)
+    assert "user 'sl-indexer' lacks permission indices:data/write/" in str(denied.value)
     with OpenSearchProvider(Scope.workspace(WS_B), query) as provider:
         found = provider.search(SessionQueryRequest(query="reconcilation", limit=10))
         assert {m.session_id for m in found.matches} == {sid}
@@ -176,6 +179,10 @@ def test_every_forbidden_cell_is_refused_by_the_server(
     secured: Secured, indexed: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     group = secured.components["indexer"]["BACKSCROLL_INDEXER_GROUP_ID"]
+    admin = secured.admin()
+    if not admin.indices.exists(index=f"{secured.prefix}-probe"):
+        admin.indices.create(index=f"{secured.prefix}-probe")
+    admin.close()
     refused = allowed = 0
     wrong: list[str] = []
     for component, ok in KAFKA_ALLOWED.items():
@@ -205,7 +212,25 @@ def test_every_forbidden_cell_is_refused_by_the_server(
     assert refused + allowed == cells
     with capsys.disabled():
         print(f"\n[secure] principal x operation: {cells} cells, {refused} refused by the servers")
-    assert refused == 38
+    assert refused == 48
+
+
+def test_no_principal_changes_its_own_password(secured: Secured) -> None:
+    """The account API refuses every component principal: a stolen password cannot lock out
+    the other processes that share it."""
+    for component in OPENSEARCH_ALLOWED:
+        settings = secured.opensearch(component)
+        assert settings.password is not None
+        password = settings.password.get_secret_value()
+        client = opensearch_client(settings)
+        with pytest.raises(AuthorizationException) as refused:
+            client.transport.perform_request(
+                "PUT",
+                "/_plugins/_security/api/account",
+                body={"current_password": password, "password": password + "-changed"},
+            )
+        client.close()
+        assert "reserved" in str(refused.value) or "read-only" in str(refused.value)
 
 
 def test_missing_acl_names_the_principal_and_the_permission(
@@ -222,11 +247,10 @@ def test_missing_acl_names_the_principal_and_the_permission(
     line = str(err.value)
     assert "\n" not in line and "'sl-agent'" in line and "127.0.0.1:29092" in line
     assert "GroupAuthorizationFailed" in line or "TopicAuthorizationFailed" in line
-    # a query credential used to index
+    # a query credential used to index (a prefix with no index yet: the first step creates one)
+    fresh = secured.opensearch("query", index_prefix=f"{secured.prefix}-fresh")
     with pytest.raises(Exception) as os_err:
-        kafka_runner(
-            secured.kafka("indexer"), secured.opensearch("query"), IndexerSettings(group_id=group)
-        ).view.ensure_schema()
+        kafka_runner(secured.kafka("indexer"), fresh, IndexerSettings(group_id=group)).view.ensure_schema()
     assert type(os_err.value).__name__ == "ViewAccessDenied"
     assert "'sl-query' lacks permission" in str(os_err.value)
 
@@ -312,6 +336,38 @@ def test_cli_prints_one_line_and_no_secret(secured: Secured) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert "sl-agent" in lines[0] and "127.0.0.1:29092" in _one_line(lines[0], secured)
+
+
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
+def test_a_plain_protocol_against_the_tls_listener_says_so(secured: Secured, protocol: str) -> None:
+    """Not "wrong password" and not "unavailable": the listener speaks TLS."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKSCROLL_")}
+    env.update(secured.components["indexer"])
+    env["BACKSCROLL_KAFKA_SECURITY_PROTOCOL"] = protocol
+    env["BACKSCROLL_KAFKA_BOOTSTRAP_TIMEOUT_S"] = "3"
+    cli = Path(sys.executable).parent / "backscroll"
+    done = subprocess.run(
+        [str(cli), "dlq", "list"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    line = _one_line(lines[0], secured)
+    assert "speaks TLS" in line and protocol in line and "password" not in line
+
+
+def test_dead_letters_with_an_agent_credential_are_one_refusal(secured: Secured) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKSCROLL_")}
+    env.update(secured.components["agent"])
+    cli = Path(sys.executable).parent / "backscroll"
+    done = subprocess.run(
+        [str(cli), "dlq", "list"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    line = _one_line(lines[0], secured)
+    assert "SOURCE_ACCESS_DENIED" in line and "'sl-agent'" in line and "dead-letter topic" in line
 
 
 def test_secrets_stay_out_of_repr_and_logs(secured: Secured, caplog: pytest.LogCaptureFixture) -> None:

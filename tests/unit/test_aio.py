@@ -27,9 +27,10 @@ from backscroll.query.sqlite.reader import SQLiteSessionReader
 
 T0 = datetime(2026, 11, 4, tzinfo=UTC)
 _HITS: dict[str, Any] = {"hits": {"total": {"value": 0}, "hits": []}}
+#: One entry that matches nothing, so a search of several words asks for closest matches.
 _COUNT: dict[str, Any] = {
-    **_HITS,
-    "aggregations": {"searched": {"doc_count": 0}, "max_offset": {"value": None}},
+    "hits": {"total": {"value": 1}, "hits": []},
+    "aggregations": {"searched": {"doc_count": 1}, "max_offset": {"value": None}},
 }
 
 

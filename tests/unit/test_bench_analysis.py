@@ -7,14 +7,14 @@ from typing import Any
 import orjson
 
 from backscroll.indexer.opensearch.analysis import analysis_settings
-from backscroll.indexer.opensearch.mappings import events_template_body
+from backscroll.indexer.opensearch.mappings import events_index_body
 from benchmarks.bench_analysis import _index_body, bodies
 
 
 def test_the_product_analysis_is_the_products() -> None:
     body = _index_body("simple_pattern")
     assert body["settings"]["analysis"] == analysis_settings()
-    assert body["mappings"] == events_template_body("x")["template"]["mappings"]
+    assert body["mappings"] == events_index_body()["mappings"]
 
 
 def test_the_java_peer_changes_only_the_tokenizers_and_the_identifier_filter() -> None:
@@ -63,4 +63,4 @@ def test_bodies_are_routed_index_actions() -> None:
 
 def test_the_floor_leaves_the_products_mapping_alone() -> None:
     _index_body("no_subfields")
-    assert "fields" in events_template_body("x")["template"]["mappings"]["properties"]["text"]
+    assert "fields" in events_index_body()["mappings"]["properties"]["text"]

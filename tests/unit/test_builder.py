@@ -319,7 +319,7 @@ def test_default_kinds_are_messages_without_the_search_tool_itself() -> None:
     assert DEFAULT_KINDS == MESSAGE_TYPES
     plan = plan_for("revenue")
     assert plan.default_kinds and plan.kinds == DEFAULT_KINDS
-    exclusion = {"terms": {"tool_name": list(SELF_TOOL_NAMES)}}
+    exclusion = {"terms": {"tool_name": sorted(set(SELF_TOOL_NAMES))}}  # canonical: sorted, unique
     assert SEARCH_TOOL_NAME in SELF_TOOL_NAMES
     for body in (
         search_body(plan, size=11),

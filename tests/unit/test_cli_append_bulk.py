@@ -21,7 +21,7 @@ from typer.testing import CliRunner, Result
 from backscroll.cli import append_pipeline
 from backscroll.cli.main import app
 from backscroll.ingest import Appender
-from backscroll.ingest.wire import MAX_RECORD_BYTES, decode_record, encode_record
+from backscroll.ingest.wire import MAX_INPUT_BYTES, decode_record, encode_record
 
 TIME = "2026-01-01T00:00:00Z"
 
@@ -61,7 +61,7 @@ def source(tmp_path: Path) -> tuple[Path, list[bytes]]:
             if i % 997 == 0:
                 out.write(b'{"v":2}\n')
             if i == 2500:
-                out.write(b"\n" + b'{"v":1,"text":"' + b"y" * (MAX_RECORD_BYTES + 10) + b'"}\n')
+                out.write(b"\n" + b'{"v":1,"text":"' + b"y" * (MAX_INPUT_BYTES + 10) + b'"}\n')
     return path, good
 
 
@@ -104,7 +104,7 @@ def test_worker_processes_give_the_same_log_and_report_as_in_process(
     report = summary(inline)
     assert report["appended"] == 5000 and report["rejected"] == 7
     lines = [r["line"] for r in report["rejections"]]
-    assert lines == sorted(lines) and "byte record cap" in report["rejections"][3]["reason"]
+    assert lines == sorted(lines) and "byte line limit" in report["rejections"][3]["reason"]
     expected = [encode_record(decode_record(record)) for record in good]
     assert stored(tmp_path / "inline.db") == stored(tmp_path / "pooled.db") == expected
 

@@ -18,6 +18,7 @@ from backscroll.backends import BackendSettings, EmbeddedBackend, backend_from_s
 from backscroll.cli.append_cmd import MAX_REASONS_SHOWN, iter_lines
 from backscroll.cli.main import app
 from backscroll.ingest.sqlite.log import SQLiteEntryLog
+from backscroll.ingest.wire import MAX_INPUT_BYTES
 from backscroll.logging_setup import JsonFormatter, TextFormatter
 from backscroll.textsafe import escape_control, safe_text
 
@@ -208,13 +209,13 @@ def test_append_reports_an_oversized_line_and_keeps_the_rest(db: Path, tmp_path:
     source = tmp_path / "big.jsonl"
     with source.open("wb") as out:
         out.write(jsonl(event(seq=0)))
-        out.write(b'{"v":1,"text":"' + b"y" * (4 * 1024 * 1024) + b'"}\n')
+        out.write(b'{"v":1,"text":"' + b"y" * MAX_INPUT_BYTES + b'"}\n')
         out.write(jsonl(event(seq=1)))
     result = run("append", str(source), "--json")
     assert result.exit_code == 1
     summary = orjson.loads(result.stdout)
     assert summary["appended"] == 2 and summary["rejected"] == 1
-    assert summary["rejections"][0]["line"] == 2 and "byte record cap" in summary["rejections"][0]["reason"]
+    assert summary["rejections"][0]["line"] == 2 and "byte line limit" in summary["rejections"][0]["reason"]
 
 
 def test_every_rejection_up_to_the_bound_then_one_more_line(db: Path) -> None:
@@ -297,7 +298,7 @@ def test_unknown_ids_are_said_plainly_with_exit_1(family: Path, args: list[str],
         (["search", "zebra"], 2),
         (["search", "zebra", "-w", "[/x]"], 2),
         (["search", "zebra", "-w", "ws-1", "-n", "0"], 2),
-        (["sessions"], 2),
+        (["sessions", "--limit", "0"], 2),
         (["read", "child", "0", "-B", "-1"], 2),
         (["append", "no-such-file"], 2),
     ],

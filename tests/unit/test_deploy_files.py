@@ -9,8 +9,11 @@ the Dockerfile's entrypoint is a command of the CLI.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
 import tomllib
 import urllib.error
 import urllib.request
@@ -25,7 +28,7 @@ from backscroll.config_docs import env_variables, render_env_example, settings_m
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-K8S = DEPLOY / "k8s"
+K8S = DEPLOY / "k8s" / "base"
 COMPOSE = DEPLOY / "compose.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile"
 ENV_EXAMPLE = DEPLOY / "env.example"
@@ -390,3 +393,59 @@ def test_every_variable_mentioned_in_the_deploy_files_exists() -> None:
     for path in [COMPOSE, DOCKERFILE, *sorted(K8S.glob("*.yaml"))]:
         mentioned = set(VARIABLE.findall(path.read_text()))
         assert mentioned <= known, f"{path.relative_to(ROOT)} mentions {sorted(mentioned - known)}"
+
+
+def _kustomize() -> list[str] | None:
+    local = ROOT / ".venv" / "bin" / "kustomize"
+    if local.is_file():
+        return [str(local), "build"]
+    found = shutil.which("kustomize")
+    return [found, "build"] if found else None
+
+
+@pytest.mark.parametrize("overlay", ["k8s", "k8s/secure"])
+def test_k8s_overlays_build(overlay: str) -> None:
+    """``kubectl apply -k`` runs kustomize first: each documented directory must build."""
+    command = _kustomize()
+    if command is None:
+        if os.environ.get("BACKSCROLL_REQUIRE_STACK") == "1":
+            pytest.fail("kustomize is missing: scripts/setup --stack installs it into .venv/bin")
+        pytest.skip("kustomize is not installed (scripts/setup --stack installs it)")
+    built = subprocess.run(
+        [*command, str(DEPLOY / overlay)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert built.returncode == 0, built.stderr
+    docs = [d for d in yaml.safe_load_all(built.stdout) if d]
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]
+    if overlay.endswith("secure"):
+        (config,) = [d for d in docs if d["kind"] == "ConfigMap"]
+        assert config["data"]["BACKSCROLL_OPENSEARCH_USERNAME"] == "sl-indexer"
+        (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+        refs = [
+            source["secretRef"]["name"]
+            for source in deployment["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+            if "secretRef" in source
+        ]
+        assert "backscroll-indexer-credentials" in refs
+
+
+def _stack_roles() -> dict[str, Any]:
+    script = (DEPLOY / "local" / "secure.sh").read_text()
+    body = script.split('cat >"$sc/roles.yml" <<EOF\n', 1)[1].split("\nEOF\n", 1)[0]
+    return dict(yaml.safe_load(body.replace("$p", "backscroll*").replace("$SEC_DLS_WORKSPACE", "ws")))
+
+
+@pytest.mark.parametrize("source", ["deploy/secure", "deploy/local"])
+def test_roles_grant_no_templates_and_the_indexer_never_deletes(source: str) -> None:
+    if source == "deploy/local":
+        roles = _stack_roles()
+    else:
+        roles = yaml.safe_load((DEPLOY / "secure" / "opensearch-security" / "roles.yml").read_text())
+    for name, role in roles.items():
+        if name.startswith("_"):
+            continue
+        assert not any("template" in p for p in role["cluster_permissions"]), name
+    indexer = roles["backscroll_indexer"]["index_permissions"][0]["allowed_actions"]
+    for broad in ("crud", "write", "delete", "manage", "indices:data/write/*", "indices:data/write/delete"):
+        assert broad not in indexer

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from tests.contracts.token_texts import TOKEN_TEXTS
 
 from backscroll.indexer.opensearch.analysis import analysis_settings
-from backscroll.indexer.opensearch.mappings import events_template_body, sessions_index_body
+from backscroll.indexer.opensearch.mappings import events_index_body, sessions_index_body
 from backscroll.indexer.textfold import CJK_RANGES, ident_tokens, word_tokens
 
 _JOINERS = "_.:-"
@@ -113,7 +113,7 @@ def test_every_assigned_code_point_is_classed_like_textfold() -> None:
 
 
 def test_both_indices_carry_the_same_analysis() -> None:
-    events = events_template_body("t")["template"]["settings"]["analysis"]
+    events = events_index_body()["settings"]["analysis"]
     assert events == sessions_index_body()["settings"]["analysis"] == analysis_settings()
     events["tokenizer"].clear()
     assert analysis_settings()["tokenizer"], "each call is a fresh copy"

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from opensearchpy.exceptions import SerializationError
 
-from backscroll.indexer.opensearch.mappings import events_template_body
+from backscroll.indexer.opensearch.mappings import events_index_body
 from backscroll.query import OpenSearchProvider, Scope, SessionQueryRequest
 from backscroll.query.excerpt import excerpt
 from backscroll.query.opensearch.body import HIT_SOURCE, browse_body, count_body, scan_body, search_body
@@ -175,7 +175,7 @@ def _fields(properties: dict[str, Any], prefix: str = "") -> Iterator[tuple[str,
             yield f"{prefix}{name}.{sub}", subspec
 
 
-_MAPPING = dict(_fields(events_template_body("unit")["template"]["mappings"]["properties"]))
+_MAPPING = dict(_fields(events_index_body()["mappings"]["properties"]))
 
 
 _QUERIES = {"match", "match_phrase", "term", "terms", "prefix", "regexp", "fuzzy", "intervals", "range"}

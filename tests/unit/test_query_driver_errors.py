@@ -60,14 +60,15 @@ SQLITE_ERRORS: list[Exception] = [
 ]
 
 _EMPTY_HITS: dict[str, Any] = {"hits": {"total": {"value": 0}, "hits": []}}
-_EMPTY_COUNT: dict[str, Any] = {
-    **_EMPTY_HITS,
-    "aggregations": {"searched": {"doc_count": 0}, "max_offset": {"value": None}},
+_COUNT: dict[str, Any] = {
+    "hits": {"total": {"value": 1}, "hits": []},
+    "aggregations": {"searched": {"doc_count": 1}, "max_offset": {"value": None}},
 }
 
 
 class FakeOpenSearch:
-    """A client whose ``failing`` methods raise ``error``; the others answer an empty index."""
+    """A client whose ``failing`` methods raise ``error``; the others answer an index of one entry
+    that matches nothing (so a search of several words asks for closest matches)."""
 
     def __init__(self, error: Exception, failing: set[str]) -> None:
         self.error = error
@@ -79,7 +80,7 @@ class FakeOpenSearch:
 
     def msearch(self, *, body: list[dict[str, Any]], **_: Any) -> dict[str, Any]:
         self._maybe_fail("msearch")
-        return {"responses": [_EMPTY_COUNT] + [_EMPTY_HITS] * (len(body) // 2 - 1)}
+        return {"responses": [_COUNT] + [_EMPTY_HITS] * (len(body) // 2 - 1)}
 
     def search(self, **_: Any) -> dict[str, Any]:
         self._maybe_fail("search")
@@ -228,12 +229,9 @@ def test_sqlite_reader_translates_every_driver_error(
     _typed(lambda: READS[method](reader), "SESSION_QUERY_PERSISTENCE_FAILED")
 
 
-def test_a_missing_database_is_typed_on_both_sides(tmp_path: Path) -> None:
+def test_a_missing_database_is_typed_for_reads_and_empty_for_search(tmp_path: Path) -> None:
     absent = tmp_path / "absent.db"
-    _typed(
-        lambda: SQLiteProvider(Scope.workspace("w"), absent).search(SessionQueryRequest(query="x")),
-        "SESSION_QUERY_INDEX_FAILED",
-    )
+    assert SQLiteProvider(Scope.workspace("w"), absent).search(SessionQueryRequest(query="x")).searched == 0
     _typed(
         lambda: SQLiteSessionReader(Scope.workspace("w"), absent).list_sessions(),
         "SESSION_QUERY_PERSISTENCE_FAILED",

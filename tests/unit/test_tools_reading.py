@@ -110,7 +110,7 @@ def test_read_shows_the_target_in_full_and_bounds_it() -> None:
     text = tool.run({"seq": 1, "before": 1, "after": 1})
     assert reader.calls == [("read", "s1", 1, 1, 1)]  # the one session of the scope is the default
     assert "→ [seq 1, turn" not in text and "→ [seq 1]" in text
-    assert '"text_cut": "49000 more characters not shown"' in text
+    assert '"text_cut": "49000 more characters not shown; read on with offset=1000"' in text
     assert "neighbour 0 with a newline" in text  # neighbours are one line each
     assert len(text) < 3000
 

@@ -38,7 +38,15 @@ from backscroll.backends.base import (
 )
 from backscroll.backends.embedded import EmbeddedBackend
 from backscroll.backends.kafka_opensearch import KafkaOpenSearchBackend
-from backscroll.backends.reports import Forgotten, Health, ParkedRecord, PartitionLag, Rebuilt, WorkspaceCount
+from backscroll.backends.reports import (
+    Forgotten,
+    Health,
+    LogRetention,
+    ParkedRecord,
+    PartitionLag,
+    Rebuilt,
+    WorkspaceCount,
+)
 
 if TYPE_CHECKING:
     from backscroll.backends.base import Provider as Provider
@@ -55,6 +63,7 @@ __all__ = [
     "Forgotten",
     "Health",
     "KafkaOpenSearchBackend",
+    "LogRetention",
     "ParkedRecord",
     "PartitionLag",
     "RebuildProgress",

@@ -15,10 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, get_args
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from backscroll.backends.reports import Forgotten, Health, ParkedRecord, Rebuilt, WorkspaceCount
+from backscroll.backends.reports import (
+    Forgotten,
+    Health,
+    LogRetention,
+    ParkedRecord,
+    Rebuilt,
+    WorkspaceCount,
+)
 
 if TYPE_CHECKING:
     from backscroll.indexer.ports import DeadLetters
@@ -92,10 +99,19 @@ class BackendSettings(BaseSettings):
     cursor_key: SecretStr | None = Field(
         default=None,
         description="Secret (16+ characters) that signs search cursors; set the same value in every process "
-        "(CLI, console, agents) so a cursor from one works in another. Unset: a random key per provider.",
+        "(CLI, console, agents) so a cursor from one works in another. Unset: the per-user key in "
+        "$XDG_DATA_HOME/backscroll/cursor.key (created on first use, mode 600).",
     )
     kafka_bootstrap_servers: str | None = Field(default=None, description="Set: servers are configured.")
     opensearch_url: str | None = Field(default=None, description="Set: servers are configured.")
+
+    @field_validator("sqlite_path")
+    @classmethod
+    def _a_file_not_a_directory(cls, value: Path) -> Path:
+        if value.expanduser().is_dir():
+            example = value / "backscroll.db"
+            raise ValueError(f"{value} is a directory; name the database file in it, e.g. {example}")
+        return value
 
     def __repr_args__(self) -> Any:
         # repr() and str() of the settings may land in logs: never with a URL's password.
@@ -114,11 +130,16 @@ class BackendSettings(BaseSettings):
         return "embedded"
 
     def query_options(self) -> dict[str, Any]:
-        """The options every backend's providers share: ``search_enabled`` and ``cursor_key``."""
+        """The options every backend's providers share: ``search_enabled`` and ``cursor_key`` (or,
+        unset, the per-user ``cursor_key_file``)."""
+        from backscroll.backends.cursor_key import KEY_FILE_NAME
         from backscroll.query.cursor import derive_key
 
-        key = None if self.cursor_key is None else derive_key(self.cursor_key.get_secret_value())
-        return {"search_enabled": self.search_enabled, "cursor_key": key}
+        if self.cursor_key is not None:
+            key = derive_key(self.cursor_key.get_secret_value())
+            return {"search_enabled": self.search_enabled, "cursor_key": key}
+        key_file = default_sqlite_path().parent / KEY_FILE_NAME
+        return {"search_enabled": self.search_enabled, "cursor_key_file": key_file}
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -131,8 +152,11 @@ class Backend(ABC):
 
     #: ``False``: every search fails with ``SESSION_QUERY_SEARCH_DISABLED`` (reads still work).
     search_enabled: bool = True
-    #: Signs search cursors (``BACKSCROLL_CURSOR_KEY``); ``None``: each provider draws a random key.
+    #: Signs search cursors (``BACKSCROLL_CURSOR_KEY``); ``None``: the key of ``cursor_key_file``.
     cursor_key: bytes | None = None
+    #: Where the per-user cursor key is kept (created on first use); ``None`` with no
+    #: ``cursor_key`` either: each provider draws a random key.
+    cursor_key_file: Path | None = None
 
     #: The backend's value of ``BACKSCROLL_BACKEND``.
     name: ClassVar[BackendName]
@@ -155,9 +179,11 @@ class Backend(ABC):
 
     # -- factories --------------------------------------------------------------------------------
     @abstractmethod
-    def open_log(self, *, live: bool = True) -> EntryLog:
+    def open_log(self, *, live: bool = True, spool_when_down: bool = False) -> EntryLog:
         """The entry log agents append to. ``live=False`` keeps no live view of the appended
-        entries: for a process that appends and exits, whose own searches would never read them."""
+        entries: for a process that appends and exits, whose own searches would never read them.
+        ``spool_when_down``: a log with a local spool opens even when its servers are out of reach
+        (the entries wait in the spool); otherwise that is :class:`LogUnavailable`."""
 
     @abstractmethod
     def open_indexer(self, *, metrics_port: int | None = None) -> Runner:
@@ -184,9 +210,13 @@ class Backend(ABC):
         """:meth:`open_reader` for asyncio (``await reader.aread_event(...)``)."""
 
     def _query_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        from backscroll.backends.cursor_key import load_or_create_key
+
         kwargs.setdefault("search_enabled", self.search_enabled)
         if self.cursor_key is not None:
             kwargs.setdefault("cursor_key", self.cursor_key)
+        elif self.cursor_key_file is not None and "cursor_key" not in kwargs:
+            kwargs["cursor_key"] = load_or_create_key(self.cursor_key_file)
         return kwargs
 
     # -- operator operations ----------------------------------------------------------------------
@@ -219,9 +249,28 @@ class Backend(ABC):
         (counted on ``job`` as they are read)."""
 
     @abstractmethod
-    def rebuild(self, *, keep: bool = False, on_batch: RebuildProgress | None = None) -> Rebuilt:
+    def log_retention(self) -> LogRetention:
+        """Whether the log still holds every record appended to it (a rebuild restores the whole
+        history only then) and which of its retention settings are finite."""
+
+    @abstractmethod
+    def rebuild(
+        self,
+        *,
+        keep: bool = False,
+        on_batch: RebuildProgress | None = None,
+        allow_truncated: bool = False,
+    ) -> Rebuilt:
         """Project the whole log again. ``keep`` keeps the previous projection (only when
-        :attr:`keeps_index_versions`; else :class:`ValueError`)."""
+        :attr:`keeps_index_versions`; else :class:`ValueError`). A log that is not complete
+        (:meth:`log_retention`) is :class:`~backscroll.indexer.errors.LogTruncated` unless
+        ``allow_truncated``: then only what remains is projected."""
+
+    @abstractmethod
+    def drop(self) -> list[str]:
+        """Delete everything this backend holds (the log, the projection, the dead letters) and
+        name what was deleted: for a throwaway backend such as the demo's, never the configured
+        history (no command drops that)."""
 
     def dead_letters(self, limit: int | None = DEAD_LETTERS_SHOWN) -> list[ParkedRecord]:
         """Parked records, oldest first."""

@@ -20,7 +20,16 @@ from backscroll.backends.base import (
     BackendSettings,
     settings_from_env,
 )
-from backscroll.backends.reports import Forgotten, Health, ParkedRecord, PartitionLag, Rebuilt, WorkspaceCount
+from backscroll.backends.reports import (
+    Forgotten,
+    Health,
+    LogRetention,
+    ParkedRecord,
+    PartitionLag,
+    Rebuilt,
+    WorkspaceCount,
+    session_not_found,
+)
 
 if TYPE_CHECKING:
     from backscroll.backends.base import RebuildProgress
@@ -94,8 +103,10 @@ class EmbeddedBackend(Backend):
         return f"{self.sqlite_path} does not exist: nothing was appended on the embedded backend yet"
 
     # -- factories --------------------------------------------------------------------------------
-    def open_log(self, *, live: bool = True) -> SQLiteEntryLog:
+    def open_log(self, *, live: bool = True, spool_when_down: bool = False) -> SQLiteEntryLog:
         from backscroll.ingest.sqlite.log import SQLiteEntryLog
+
+        # One local file: there is no server to be down, so nothing to spool.
 
         return SQLiteEntryLog(self.sqlite_path, live_max_per_session=2_000 if live else 0)
 
@@ -194,7 +205,10 @@ class EmbeddedBackend(Backend):
     def forget(self, session_id: str) -> Forgotten:
         from backscroll.indexer.sqlite.operations import forget_embedded
 
+        known = self.workspace_of(session_id) is not None
         events = forget_embedded(self.sqlite_path, session_id)
+        if not known and not events:
+            raise session_not_found(session_id)
         return Forgotten(session_id, events, "the log table keeps its records (a rebuild would restore them)")
 
     def export(self, job: LogExport) -> Iterator[LogRecord]:
@@ -202,7 +216,19 @@ class EmbeddedBackend(Backend):
 
         return export_sqlite(self.sqlite_path, job)
 
-    def rebuild(self, *, keep: bool = False, on_batch: RebuildProgress | None = None) -> Rebuilt:
+    def log_retention(self) -> LogRetention:
+        """Complete: the log is one file from which nothing is ever deleted by age or size."""
+        return LogRetention()
+
+    def rebuild(
+        self,
+        *,
+        keep: bool = False,
+        on_batch: RebuildProgress | None = None,
+        allow_truncated: bool = False,
+    ) -> Rebuilt:
+        """The emptied projection of the file, filled again from its whole log (which is always
+        complete, so ``allow_truncated`` changes nothing)."""
         from backscroll.indexer.sqlite.operations import rebuild_embedded
 
         if keep:
@@ -210,6 +236,17 @@ class EmbeddedBackend(Backend):
         report = rebuild_embedded(self.sqlite_path, on_batch=on_batch)
         summary = f"rebuilt {self.sqlite_path}: {report.stats.indexed} events in {report.seconds:.1f}s"
         return Rebuilt(report, summary)
+
+    def drop(self) -> list[str]:
+        """Delete the file (with its write-ahead log and shared-memory files)."""
+        self.close()
+        dropped = []
+        for suffix in ("", "-wal", "-shm"):
+            path = Path(f"{self.sqlite_path}{suffix}")
+            if path.is_file():
+                path.unlink()
+                dropped.append(str(path))
+        return dropped
 
     def dead_letters(self, limit: int | None = DEAD_LETTERS_SHOWN) -> list[ParkedRecord]:
         """Parked records, oldest first; a file that never parked anything is only looked at."""

@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from backscroll.backends.base import Backend, BackendName, BackendSettings, settings_from_env
-from backscroll.backends.reports import Forgotten, Health, PartitionLag, Rebuilt, WorkspaceCount
+from backscroll.backends.reports import (
+    Forgotten,
+    Health,
+    LogRetention,
+    PartitionLag,
+    Rebuilt,
+    WorkspaceCount,
+    session_not_found,
+)
 
 if TYPE_CHECKING:
     from backscroll.backends.base import RebuildProgress
@@ -70,14 +78,21 @@ class KafkaOpenSearchBackend(Backend):
         )
 
     # -- factories --------------------------------------------------------------------------------
-    def open_log(self, *, live: bool = True) -> EntryLog:
-        """The appender (the topic is created if missing)."""
+    def open_log(self, *, live: bool = True, spool_when_down: bool = False) -> EntryLog:
+        """The appender (the topic is created if missing). With ``spool_when_down`` and the
+        brokers out of reach, the appender still opens when it has a spool: the entries wait there,
+        and an appender opened later, when the brokers answer, creates the topic and sends them."""
+        from backscroll.ingest.errors import LogUnavailable
         from backscroll.ingest.kafka.appender import Appender
         from backscroll.ingest.kafka.topics import ensure_topics
         from backscroll.ingest.settings import AppenderSettings
 
-        ensure_topics(self.kafka)
         options = settings_from_env(AppenderSettings)
+        try:
+            ensure_topics(self.kafka)
+        except LogUnavailable:
+            if not (spool_when_down and options.spool):
+                raise
         if not live:
             options = options.model_copy(update={"live_max_per_session": 0})
         return Appender(self.kafka, options)
@@ -90,9 +105,26 @@ class KafkaOpenSearchBackend(Backend):
             settings = settings.model_copy(update={"metrics_port": metrics_port})
         return kafka_runner(self.kafka, self.opensearch, settings)
 
+    def _no_kafka_here(self) -> str | None:
+        """Why this process has no Kafka to read, or None. A process given an OpenSearch login but
+        no Kafka settings at all is a query-only one (a console holding query credentials): the
+        default 127.0.0.1:9092 would be a guess, and lag or dead letters read there a wrong answer."""
+        if self.opensearch.username is None or self.kafka.sasl_username is not None:
+            return None
+        if "bootstrap_servers" in self.kafka.model_fields_set:
+            return None
+        return (
+            "Kafka is not configured in this process (BACKSCROLL_KAFKA_BOOTSTRAP_SERVERS is unset, "
+            "only OpenSearch credentials are): indexer lag and dead letters need the operator's settings"
+        )
+
     def open_dead_letters(self) -> DeadLetters:
+        from backscroll.indexer.errors import SourceUnavailable
         from backscroll.indexer.kafka.deadletters import KafkaDeadLetters
 
+        missing = self._no_kafka_here()
+        if missing is not None:
+            raise SourceUnavailable(missing)
         return KafkaDeadLetters(self.kafka)
 
     def open_provider(self, scope: Scope, **kwargs: Any) -> OpenSearchProvider:
@@ -126,8 +158,12 @@ class KafkaOpenSearchBackend(Backend):
 
         out = Health(backend=self.describe())
         progress: dict[int, PartitionProgress] = {}
+        missing = self._no_kafka_here()
         try:
-            progress = {p.partition: p for p in group_progress(self.kafka, self.indexer.group_id)}
+            if missing is not None:
+                out.problems.append(missing)
+            else:
+                progress = {p.partition: p for p in group_progress(self.kafka, self.indexer.group_id)}
         except IndexerError as err:
             out.problems.append(str(err))
         marks: dict[int, dict[str, Any]] = {}
@@ -177,7 +213,10 @@ class KafkaOpenSearchBackend(Backend):
     def forget(self, session_id: str) -> Forgotten:
         from backscroll.indexer.opensearch.operations import forget_session
 
+        known = self.workspace_of(session_id) is not None
         events = forget_session(self.opensearch, session_id)
+        if not known and not events:
+            raise session_not_found(session_id)
         return Forgotten(
             session_id, events, "the Kafka topic keeps its records until retention (see docs/operations.md)"
         )
@@ -187,14 +226,71 @@ class KafkaOpenSearchBackend(Backend):
 
         return export_kafka(self.kafka, job)
 
-    def rebuild(self, *, keep: bool = False, on_batch: RebuildProgress | None = None) -> Rebuilt:
+    def drop(self) -> list[str]:
+        """Delete the topic and its dead-letter topic, the indexer's consumer group (its workers
+        must have stopped) and every index of the prefix."""
+        from backscroll.indexer.kafka.progress import delete_group
+        from backscroll.indexer.opensearch.view import OpenSearchView
+        from backscroll.ingest.kafka.topics import delete_topics
+
+        dropped = [f"topic {name}" for name in delete_topics(self.kafka)]
+        if delete_group(self.kafka, self.indexer.group_id):
+            dropped.append(f"consumer group {self.indexer.group_id}")
+        view = OpenSearchView(self.opensearch)
+        try:
+            view.drop()
+        finally:
+            view.close()
+        dropped.append(f"indices {self.opensearch.index_prefix}-*")
+        return dropped
+
+    def log_retention(self) -> LogRetention:
+        """The topic's first retained offset on every partition (``beginning_offsets``) and its
+        ``retention.ms``/``retention.bytes`` as the brokers apply them (``DescribeConfigs``)."""
+        from backscroll.indexer.kafka.errors import kafka_edge
+        from backscroll.indexer.kafka.progress import earliest_offsets
+        from backscroll.ingest.kafka.topics import topic_retention
+
+        firsts = earliest_offsets(self.kafka)
+        if not firsts:  # no topic yet: nothing appended, nothing lost
+            return LogRetention()
+        with kafka_edge(f"Kafka {self.kafka.bootstrap_servers}: topic {self.kafka.topic}", kafka=self.kafka):
+            configs = topic_retention(self.kafka)
+        return LogRetention(
+            truncated={p: first for p, first in firsts.items() if first > 0},
+            finite={name: value for name, value in configs.items() if value != "-1"},
+        )
+
+    def rebuild(
+        self,
+        *,
+        keep: bool = False,
+        on_batch: RebuildProgress | None = None,
+        allow_truncated: bool = False,
+    ) -> Rebuilt:
         """A new index version, replayed from the start of the topic while the current one serves;
-        the read aliases switch atomically; the old version is deleted unless ``keep``."""
+        the read aliases switch atomically; the old version is deleted unless ``keep``. A topic
+        whose first records are gone is :class:`LogTruncated` unless ``allow_truncated``."""
+        from backscroll.indexer.errors import LogTruncated
+        from backscroll.indexer.kafka.progress import earliest_offsets
         from backscroll.indexer.kafka.worker import rebuild
 
+        retention = LogRetention(truncated={p: o for p, o in earliest_offsets(self.kafka).items() if o > 0})
+        if not retention.complete and not allow_truncated:
+            raise LogTruncated(
+                f"topic {self.kafka.topic} is truncated ({retention.gone()}), so a rebuild cannot "
+                "restore those records. Run `backscroll rebuild --allow-truncated` to rebuild from what "
+                "remains: their entries will then be missing from the new projection (add --keep to keep "
+                "the current version as well); see docs/operations.md, Retention"
+            )
         report = rebuild(self.kafka, self.opensearch, self.indexer, keep=keep, on_batch=on_batch)
         summary = (
             f"rebuilt v{report.old_version} → v{report.new_version}: {report.stats.indexed} events "
             f"in {report.seconds:.1f}s ({'kept' if keep else 'deleted'} v{report.old_version})"
         )
+        if not retention.complete:
+            summary += (
+                f"; from a truncated topic ({retention.gone()}): their entries are missing from the "
+                "new projection"
+            )
         return Rebuilt(report, summary)

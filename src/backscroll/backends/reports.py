@@ -11,7 +11,16 @@ import orjson
 if TYPE_CHECKING:
     from backscroll.indexer.operations import RebuildReport
 
-__all__ = ["Forgotten", "Health", "ParkedRecord", "PartitionLag", "Rebuilt", "WorkspaceCount"]
+__all__ = [
+    "Forgotten",
+    "Health",
+    "LogRetention",
+    "ParkedRecord",
+    "PartitionLag",
+    "Rebuilt",
+    "WorkspaceCount",
+    "session_not_found",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,48 @@ class Health:
     def total_lag(self) -> int | None:
         lags = [p.lag for p in self.partitions]
         return None if not lags or any(lag is None for lag in lags) else sum(lag or 0 for lag in lags)
+
+
+@dataclass(frozen=True, slots=True)
+class LogRetention:
+    """Whether the log still holds every record appended to it, and whether it keeps them for good.
+
+    A log whose first records are gone (retention, deleted records) cannot be rebuilt from
+    completely: a rebuild would drop those records from the projection."""
+
+    #: Partitions whose first retained offset is above 0, with that offset (empty: complete).
+    truncated: dict[int, int] = field(default_factory=dict)
+    #: Retention settings that are finite (not ``-1``), by name, e.g. ``{"retention.ms": "604800000"}``.
+    finite: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every record ever appended is still in the log."""
+        return not self.truncated
+
+    def gone(self) -> str:
+        """Which records are gone, in words (``""`` when complete)."""
+        return "; ".join(
+            f"partition {p} starts at offset {o}: its first {o} records are gone"
+            for p, o in sorted(self.truncated.items())
+        )
+
+    def warnings(self) -> list[str]:
+        """One line per concern for an operator: a truncated log, a finite retention."""
+        out = []
+        if self.truncated:
+            out.append(
+                f"the log is truncated ({self.gone()}): a rebuild cannot restore those records; "
+                "see docs/operations.md, Retention"
+            )
+        if self.finite:
+            limits = ", ".join(f"{name}={value}" for name, value in sorted(self.finite.items()))
+            out.append(
+                f"the log's retention is finite ({limits}): records past that age or size will be "
+                "deleted and a rebuild will not restore them; set both to -1 (see docs/operations.md, "
+                "Retention)"
+            )
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +166,13 @@ class Forgotten:
 
     def summary(self) -> str:
         return f"deleted {self.events} events of {self.session_id}; {self.kept_by}"
+
+
+def session_not_found(session_id: str) -> Exception:
+    """SESSION_NOT_FOUND for an operation on a session the projection does not hold."""
+    from backscroll.query.errors import SessionQueryError
+
+    return SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id}")
 
 
 @dataclass(frozen=True, slots=True)

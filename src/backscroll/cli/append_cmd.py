@@ -1,8 +1,10 @@
 """``backscroll append FILE|-``: bulk-append wire records, streamed, validated, batched.
 
-Lines are read one at a time with the record cap applied **before** anything is parsed: a line
-longer than :data:`~backscroll.ingest.wire.MAX_RECORD_BYTES` is skipped in bounded chunks and
-reported, never held whole. Lines go in chunks of :data:`BATCH_RECORDS` (embedded:
+Lines are read one at a time with a length limit applied **before** anything is parsed: a line
+longer than :data:`~backscroll.ingest.wire.MAX_INPUT_BYTES` (room for any ``\\u``-escaped spelling
+of a record under the record cap) is skipped in bounded chunks and reported, never held whole. The
+record cap itself (:data:`~backscroll.ingest.wire.MAX_RECORD_BYTES`) is checked on each record's
+canonical encoding, as every append does. Lines go in chunks of :data:`BATCH_RECORDS` (embedded:
 :data:`~backscroll.cli.append_pipeline.EMBEDDED_BATCH_RECORDS`) through
 :func:`~backscroll.ingest.bulk.prepare_lines` (each line decoded, validated and encoded on its
 own: a bad line is reported with its number and reason and costs nothing else; on a big input in
@@ -20,6 +22,8 @@ bad usage.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import time
 from contextlib import ExitStack
@@ -65,12 +69,19 @@ class AppendSummary:
 
 
 def _open(source: str, as_json: bool) -> tuple[IO[bytes], int | None]:
+    """The input and its size when known: a regular file has one; stdin, a FIFO or a device
+    (``/dev/null``) is read as a stream."""
     if source == "-":
         return sys.stdin.buffer, None
     path = Path(source)
-    if not path.is_file():
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
         fail(f"no such file: {source}", EXIT_USAGE, as_json=as_json)
-    return path.open("rb"), path.stat().st_size
+    if stat.S_ISDIR(mode):
+        fail(f"{source} is a directory, not a file of records", EXIT_USAGE, as_json=as_json)
+    stream = path.open("rb")
+    return stream, (os.fstat(stream.fileno()).st_size if stat.S_ISREG(mode) else None)
 
 
 def _check_acknowledged(acks: list[BatchAck], summary: AppendSummary, timeout: float) -> None:
@@ -89,13 +100,16 @@ def _check_acknowledged(acks: list[BatchAck], summary: AppendSummary, timeout: f
 
 
 def append(
-    source: Annotated[str, typer.Argument(help="JSONL file of wire records, or - for stdin.")],
+    source: Annotated[
+        str, typer.Argument(metavar="FILE", help="JSONL file of wire records, or - for stdin.")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary (or error) as JSON.")] = False,
     workers: Annotated[
         int | None,
         typer.Option(
             "--workers",
             min=0,
+            metavar="N",
             help="Processes validating records beside this one on a big input "
             "(default: one per idle CPU, up to 4; 0: validate in this process).",
         ),
@@ -112,7 +126,7 @@ def append(
         iter_chunks,
     )
     from backscroll.ingest import IngestError
-    from backscroll.ingest.wire import MAX_RECORD_BYTES
+    from backscroll.ingest.wire import MAX_INPUT_BYTES
 
     summary = AppendSummary()
     started = time.monotonic()
@@ -132,7 +146,7 @@ def append(
             meter = Meter(stack, "appending", size)
             queued = 0
             per_chunk = EMBEDDED_BATCH_RECORDS if backend.commits_each_append else BATCH_RECORDS
-            chunks = iter_chunks(stream, MAX_RECORD_BYTES, per_chunk)
+            chunks = iter_chunks(stream, MAX_INPUT_BYTES, per_chunk)
             try:
                 for chunk, records, rejections in preparer.run(chunks):
                     summary.lines = chunk.last_line
@@ -175,6 +189,9 @@ def _report(summary: AppendSummary, seconds: float, as_json: bool, *, partial: b
         return
     rate = int(summary.appended / seconds) if seconds > 0 else summary.appended
     prefix = "before the failure: " if partial else ""
+    if not partial and summary.lines == 0:
+        say("appended 0 records: the input holds no records")
+        return
     say(
         f"{prefix}appended {summary.appended} records, rejected {summary.rejected} "
         f"in {seconds:.1f}s ({rate} rec/s)"

@@ -101,7 +101,7 @@ def iter_chunks(stream: IO[bytes], cap: int, records: int = BATCH_RECORDS) -> It
         done += length
         chunk.last_line, chunk.done_bytes = number, done
         if line is None:
-            reason = f"record: line is {length} bytes, over the {cap} byte record cap"
+            reason = f"record: line is {length} bytes, over the {cap} byte line limit"
             chunk.oversize.append(Rejection(number, "record", reason))
             continue
         chunk.lines.append((number, line))

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from backscroll.cli.output import EXIT_USAGE, err_console, fail
+from backscroll.cli.listen import bind_listener, refuse_open_bind, shown_address
+from backscroll.cli.output import EXIT_FAILED, EXIT_USAGE, err_console, fail
 from backscroll.textsafe import safe_text
 
 __all__ = ["console", "register"]
@@ -20,9 +21,11 @@ def register(app: typer.Typer) -> None:
 
 def console(
     host: Annotated[
-        str, typer.Option(help="Address to bind; anything but loopback needs a token.")
+        str, typer.Option(metavar="ADDRESS", help="Address to bind; anything but loopback needs a token.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8765,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free port).")
+    ] = 8765,
     allow_writes: Annotated[
         bool,
         typer.Option("--allow-writes", help="Allow forget and dead-letter replay (read-only otherwise)."),
@@ -48,20 +51,32 @@ def console(
     except SessionQueryError as err:
         fail(err.message, EXIT_USAGE, code=err.code)
     except ValidationError as err:
+        if err.title != ConsoleSettings.__name__:
+            from backscroll.ingest.settings import describe_settings_error
+
+            fail(describe_settings_error(err), EXIT_USAGE, code="BACKSCROLL_INVALID_SETTING")
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         fail(f"invalid setting {err.title} {where}: {first['msg']}", EXIT_USAGE)
     grants = Grants(settings.grants())
     loopback = is_loopback(host)
-    if not loopback and not grants.required:
-        needs = "BACKSCROLL_CONSOLE_TOKEN (or BACKSCROLL_CONSOLE_TOKENS)"
-        fail(f"binding to {host} needs {needs}", EXIT_USAGE)
+    needs = "BACKSCROLL_CONSOLE_TOKEN (or BACKSCROLL_CONSOLE_TOKENS)"
+    refuse_open_bind(host, has_token=grants.required, needs=needs)
     app = create_app(ConsoleSource(backend), grants, writes=allow_writes, loopback=loopback)
-    shown = f"[{host}]" if ":" in host else host
+    sock = bind_listener(host, port)  # before the banner: a busy port is one line and exit 2
     mode = "writes allowed" if allow_writes else "read-only"
     auth = "token required" if grants.required else "no token (loopback)"
-    where = f"http://{shown}:{port}"
+    where = f"http://{shown_address(host, sock.getsockname()[1])}"
     err_console.print(
         Text(safe_text(f"backscroll console on {where} · {backend.describe()} · {mode} · {auth}"))
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, proxy_headers=False)
+    config = uvicorn.Config(app, log_level="warning", server_header=False, proxy_headers=False)
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        return
+    finally:
+        sock.close()
+    if not server.started:
+        fail("the console did not start (see the lines above)", EXIT_FAILED)

@@ -31,12 +31,19 @@ def register(app: typer.Typer) -> None:
 
 
 def export(
-    session: Annotated[str | None, typer.Argument(help="The session to export.")] = None,
+    session: Annotated[str | None, typer.Argument(metavar="SESSION", help="The session to export.")] = None,
     workspace: Annotated[
-        str | None, typer.Option("--workspace", "-w", help="Export every session of this workspace.")
+        str | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            metavar="WORKSPACE",
+            help="Export every session of this workspace (with SESSION: only if it is in it).",
+        ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write to this file instead of stdout."),
     ] = None,
 ) -> None:
     """Print the original records of SESSION (or of a workspace) as JSONL, in log order."""
@@ -54,10 +61,14 @@ def export(
             with output.open("wb") as sink:
                 _write(records, sink)
     what = f"session {session}" if session is not None else f"workspace {workspace}"
+    where = f"in workspace {workspace}" if session is not None and workspace is not None else "in the log"
+    if job.exported == 0:
+        # The same words whether the session is elsewhere or nowhere: a workspace never tells
+        # which sessions other workspaces hold.
+        code = "SESSION_QUERY_SESSION_NOT_FOUND" if session is not None else "BACKSCROLL_WORKSPACE_NOT_FOUND"
+        fail(f"no records of {what} {where}", EXIT_FAILED, code=code)
     note = f" ({job.skipped} values that are not wire records skipped)" if job.skipped else ""
     err_console.print(Text(safe_text(f"exported {job.exported} records of {what}{note}")))
-    if job.exported == 0:
-        fail(f"no records of {what} in the log", EXIT_FAILED)
 
 
 def _write(records: Iterable[LogRecord], sink: BinaryIO) -> None:

@@ -11,8 +11,12 @@ import typer
 from backscroll.cli import append_cmd, output
 from backscroll.cli.version import print_versions
 
+# Plain help (no Rich panels): a flag shows no type and every value its metavar.
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Durable, searchable agent session history."
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Durable, searchable agent session history.",
 )
 # No markup, no emoji, user text escaped: see backscroll.cli.output.
 console = output.console
@@ -22,14 +26,25 @@ _state = output.state
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show stack traces on errors.")] = False,
     log_format: Annotated[
         Literal["json", "text"] | None,
-        typer.Option("--log-format", case_sensitive=False, help="json or text (BACKSCROLL_LOG_FORMAT)."),
+        typer.Option(
+            "--log-format",
+            case_sensitive=False,
+            metavar="json|text",
+            help="json or text (BACKSCROLL_LOG_FORMAT).",
+        ),
     ] = None,
     log_level: Annotated[
         Literal["debug", "info", "warning", "error", "critical"] | None,
-        typer.Option("--log-level", case_sensitive=False, help="Log level (BACKSCROLL_LOG_LEVEL; warning)."),
+        typer.Option(
+            "--log-level",
+            case_sensitive=False,
+            metavar="LEVEL",
+            help="debug, info, warning, error or critical (BACKSCROLL_LOG_LEVEL; warning).",
+        ),
     ] = None,
     _version: Annotated[
         bool,
@@ -42,7 +57,10 @@ def _main(
     ] = False,
 ) -> None:
     _state["debug"] = debug
+    from backscroll.cli.unknown_settings import warn_unknown
     from backscroll.logging_setup import LoggingConfigError, configure_from_settings
+
+    warn_unknown(ctx.find_root().command)
 
     try:
         configure_from_settings(log_format, log_level)
@@ -83,14 +101,27 @@ def down() -> None:
 
 @app.command()
 def status() -> None:
-    """Show whether the local Kafka and OpenSearch answer."""
-    from backscroll.cli.stack import run_stack
+    """Show whether Kafka and OpenSearch answer where the settings point (the local stack by default),
+    and warn when the log is truncated or its retention finite (a rebuild would then lose history)."""
+    from backscroll.cli.stack import run_status, warn_retention
 
-    raise typer.Exit(run_stack("status"))
+    with _errors():
+        code = run_status()
+        if code == 0:
+            warn_retention()
+    raise typer.Exit(code)
 
 
 # -- pipeline -------------------------------------------------------------------------------------
 app.command("append")(append_cmd.append)
+
+
+#: ``search --kind``'s help: the event types the wire format knows (``KNOWN_EVENT_TYPES``).
+KIND_HELP = (
+    "Search only these event types (repeatable; default: the four message types): user/message, "
+    "assistant/message, tool/call, tool/result, compaction/summary, goal/set, model/change, "
+    "tool/disable, turn/start, turn/end, step/start, step/end."
+)
 
 
 def _search_scope(workspace: str | None, session: str | None, as_json: bool) -> Any:
@@ -125,29 +156,48 @@ def _require_known(scope: Any, workspace: str | None, session: str | None, as_js
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help="Free text; empty browses the most recent entries.")] = "",
-    workspace: Annotated[str | None, typer.Option("--workspace", "-w")] = None,
-    session: Annotated[str | None, typer.Option("--session", "-s")] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", "-n", help="Matches per page (10; 50 with --all).")
+    query: Annotated[
+        str, typer.Argument(metavar="QUERY", help="Free text; empty browses the most recent entries.")
+    ] = "",
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", metavar="WORKSPACE", help="Search this workspace.")
     ] = None,
-    kinds: Annotated[list[str] | None, typer.Option("--kind")] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session", "-s", metavar="SESSION", help="Search this session (within --workspace, if given)."
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", "-n", metavar="N", help="Matches per page (10; 50 with --all)."),
+    ] = None,
+    kinds: Annotated[
+        list[str] | None,
+        typer.Option("--kind", metavar="KIND", help=KIND_HELP),
+    ] = None,
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", help="Only entries at or after this time (2026-11-30 or 2026-11-30T10:00, UTC)."
+            "--since",
+            metavar="TIME",
+            help="Only entries at or after this time (2026-11-30 or 2026-11-30T10:00, UTC).",
         ),
     ] = None,
     until: Annotated[
         str | None,
         typer.Option(
-            "--until", help="Only entries at or before this time (a bare date means its whole day)."
+            "--until",
+            metavar="TIME",
+            help="Only entries at or before this time (a bare date means its whole day).",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (or error) as JSON.")] = False,
     cursor: Annotated[
         str | None,
-        typer.Option("--cursor", help="Continue from a page's next_cursor (same query and scope)."),
+        typer.Option(
+            "--cursor", metavar="CURSOR", help="Continue from a page's next_cursor (same query and scope)."
+        ),
     ] = None,
     all_pages: Annotated[
         bool,
@@ -156,17 +206,18 @@ def search(
 ) -> None:
     """Scoped, typo- and accent-tolerant search (BACKSCROLL_CURSOR_KEY: cursors work across processes)."""
     from backscroll.backends import current_backend
-    from backscroll.cli.search_pages import print_all, print_next, time_option
+    from backscroll.cli.search_pages import check_kinds, describe_empty, print_all, print_next, time_option
     from backscroll.query import DEFAULT_LIMIT, MAX_LIMIT, SessionQueryRequest, render_result
 
     with _errors(as_json):
         scope = _search_scope(workspace, session, as_json)
+        wanted = check_kinds(kinds)
         with current_backend().open_provider(scope) as provider:
             request = SessionQueryRequest(
                 session_id=session,
                 query=query,
                 limit=limit if limit is not None else (MAX_LIMIT if all_pages else DEFAULT_LIMIT),
-                kinds=tuple(kinds or ()),
+                kinds=wanted,
                 cursor=cursor,
                 since=time_option("--since", since),
                 until=time_option("--until", until, end=True),
@@ -182,25 +233,32 @@ def search(
         if as_json:
             sys.stdout.write(result.model_dump_json() + "\n")
         else:
-            text = render_result(result, query, scope_noun="session" if session else "workspace")
+            empty = None
+            if not result.matches:
+                empty = describe_empty(query, workspace, session, wanted, since, until, result.searched)
+            text = empty or render_result(result, query, scope_noun="session" if session else "workspace")
             output.say(text, keep_newlines=True)
             print_next(result, err_console)
 
 
 @app.command()
 def demo(
-    workspaces: Annotated[int, typer.Option(help="Workspaces in the workload.")] = 3,
-    sessions: Annotated[int, typer.Option(help="Sessions in the workload.")] = 9,
+    workspaces: Annotated[int, typer.Option(metavar="N", help="Workspaces in the workload.")] = 3,
+    sessions: Annotated[int, typer.Option(metavar="N", help="Sessions in the workload.")] = 9,
     stack: Annotated[
         bool, typer.Option("--stack", help="Run on Kafka + OpenSearch (`backscroll up`).")
     ] = False,
+    keep: Annotated[
+        bool,
+        typer.Option("--keep", help="With --stack: keep the run's topic and indices (deleted by default)."),
+    ] = False,
 ) -> None:
     """Append a realistic multi-session workload, index it, and run typo'd and accented searches
-    (embedded SQLite by default: no servers needed)."""
+    (embedded SQLite by default, in BACKSCROLL_SQLITE_PATH or a fresh demo.db: no servers needed)."""
     from backscroll.cli.demo import run_demo
 
     with _errors():
-        run_demo(console, workspaces=workspaces, sessions=sessions, stack=stack)
+        run_demo(console, workspaces=workspaces, sessions=sessions, stack=stack, keep=keep)
 
 
 from backscroll.cli.ops_cmd import register as register_ops  # noqa: E402 - index, dlq, rebuild, forget
@@ -220,6 +278,16 @@ register_mcp(app)
 from backscroll.cli.console_cmd import register as register_console  # noqa: E402 - the web console
 
 register_console(app)
+
+from backscroll.cli.capture_cmd import register as register_capture  # noqa: E402 - import, capture, watch
+
+register_capture(app)
+
+from backscroll.cli.serve_cmd import register as register_serve  # noqa: E402 - the query service
+from backscroll.cli.token_cmd import register as register_token  # noqa: E402 - the service's tokens
+
+register_serve(app)
+register_token(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,7 +32,9 @@ __all__ = ["dlq_list_cmd", "dlq_replay_cmd", "forget", "index", "rebuild", "regi
 def register(app: typer.Typer) -> None:
     """Add the indexer and operator commands to the ``backscroll`` app."""
     app.command()(index)
-    dlq_app = typer.Typer(no_args_is_help=True, help="Inspect and re-drive dead letters.")
+    dlq_app = typer.Typer(
+        no_args_is_help=True, rich_markup_mode=None, help="Inspect and re-drive dead letters."
+    )
     dlq_app.command("list")(dlq_list_cmd)
     dlq_app.command("replay")(dlq_replay_cmd)
     app.add_typer(dlq_app, name="dlq")
@@ -55,7 +57,9 @@ def index(
     until_idle: Annotated[
         bool, typer.Option("--until-idle", help="Stop once the whole log is projected (bounded wait).")
     ] = False,
-    metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics, /healthz, /readyz here.")] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(metavar="PORT", help="Serve /metrics, /healthz, /readyz on this port.")
+    ] = None,
     compact: Annotated[
         bool,
         typer.Option(
@@ -98,8 +102,10 @@ def index(
 
 
 def dlq_list_cmd(
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 100,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="Show at most N records.")] = 100,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print each record's envelope as one JSON object a line.")
+    ] = False,
 ) -> None:
     """Show parked records with their reasons, oldest first."""
     with errors():
@@ -131,6 +137,14 @@ def dlq_replay_cmd() -> None:
 
 def rebuild(
     keep: Annotated[bool, typer.Option(help="Keep the old index version (OpenSearch).")] = False,
+    allow_truncated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-truncated",
+            help="Rebuild from what a truncated log still holds (the records retention deleted are "
+            "then absent from the new projection).",
+        ),
+    ] = False,
 ) -> None:
     """Project the whole log again: into a new index version whose aliases switch atomically
     (kafka-opensearch), or into the emptied projection of the file (embedded)."""
@@ -144,11 +158,13 @@ def rebuild(
             def on_batch(stats: RunStats, remaining: int) -> None:
                 meter.update(stats.consumed, note=f"lag {remaining}")
 
-            rebuilt = backend.rebuild(keep=keep, on_batch=on_batch)
+            rebuilt = backend.rebuild(keep=keep, on_batch=on_batch, allow_truncated=allow_truncated)
     console.print(rebuilt.summary)
 
 
-def forget(session_id: Annotated[str, typer.Argument(help="Session whose documents to delete.")]) -> None:
+def forget(
+    session_id: Annotated[str, typer.Argument(metavar="SESSION", help="Session whose documents to delete.")],
+) -> None:
     """Delete a session's documents from the projection (the log keeps its records)."""
     with errors():
         forgotten = _backend(need_data=True).forget(session_id)

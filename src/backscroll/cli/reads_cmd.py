@@ -5,7 +5,8 @@ Every command reads through the configured backend's session reader (``open_read
 embedded ``SQLiteSessionReader``) pinned to a scope: the workspace given with ``--workspace``, or the
 sessions given with ``--session``. Without either, ``read`` and ``trace`` use the workspace of the
 session they name (the CLI is a trusted operator tool: lineage across the workspace is what an operator
-expects; the model tools stay pinned).
+expects; the model tools stay pinned), and ``sessions`` lists every workspace's sessions, a page
+(``--limit``/``--offset``) at a time.
 ``--json`` prints the result model as JSON (an error as ``{"error": {"code", "message",
 "retriable"}}``, on stdout too); the human output is tables and trees, user text escaped (no
 markup, no control characters). Exit status: 0, 1 for a read error (an unknown session or
@@ -18,7 +19,7 @@ import re
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import orjson
@@ -28,6 +29,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from backscroll.cli import output
+from backscroll.query.moments import utc_text
 from backscroll.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -48,11 +50,17 @@ err_console = output.err_console
 
 _WS = re.compile(r"\s+")
 Workspace = Annotated[
-    str | None, typer.Option("--workspace", "-w", help="Read within this workspace (sessions and lineage).")
+    str | None,
+    typer.Option(
+        "--workspace", "-w", metavar="WORKSPACE", help="Read within this workspace (sessions and lineage)."
+    ),
 ]
 Sessions = Annotated[
-    list[str] | None, typer.Option("--session", "-s", help="Read within these sessions (repeatable).")
+    list[str] | None,
+    typer.Option("--session", "-s", metavar="SESSION", help="Read within these sessions (repeatable)."),
 ]
+#: Rows ``sessions`` prints unless ``--limit`` says otherwise.
+SESSIONS_SHOWN = 100
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
@@ -72,7 +80,13 @@ def _errors(as_json: bool) -> AbstractContextManager[None]:
     return output.errors(as_json)
 
 
-def _scope(workspace: str | None, session_ids: list[str] | None, default: str | None, as_json: bool) -> Scope:
+def _scope(
+    workspace: str | None,
+    session_ids: list[str] | None,
+    default: str | None,
+    as_json: bool,
+    window: tuple[int, int] | None = None,
+) -> Scope:
     from backscroll.query import Scope
 
     if workspace and session_ids:
@@ -82,17 +96,21 @@ def _scope(workspace: str | None, session_ids: list[str] | None, default: str | 
     if session_ids:
         return Scope.sessions(session_ids)
     if default is not None:
-        return _home_scope(default)
+        return _home_scope(default, window)
     _fail("give --workspace W or --session S", 2, as_json)
 
 
-def _home_scope(session_id: str) -> Scope:
+def _home_scope(session_id: str, window: tuple[int, int] | None = None) -> Scope:
     """The workspace of ``session_id`` (what an operator means by "this session's lineage"); the
-    session alone when it has no known workspace. An unknown session raises SESSION_NOT_FOUND."""
+    session alone when it has no known workspace. An unknown session raises SESSION_NOT_FOUND.
+    ``window`` (``read``'s before/after) is validated first, as a read does before any lookup."""
     from backscroll.query import Scope, SessionQueryError
+    from backscroll.query.reads.views import check_window
 
     alone = Scope.session(session_id)
     with _reader(alone) as reader:
+        if window is not None:
+            check_window(*window, reader.read_window_max)
         records = reader.list_sessions()
     workspace = next((r.header.workspace_id for r in records if r.header.session_id == session_id), None)
     if not records:
@@ -111,7 +129,7 @@ def _print_json(payload: Any) -> None:
 
 
 def _time(value: datetime | None) -> str:
-    return "—" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return "—" if value is None else utc_text(value, sep=" ")
 
 
 def _short(text: str, limit: int = 96) -> str:
@@ -135,19 +153,31 @@ def _session_label(record: SessionRecord) -> Text:
 def sessions(
     workspace: Workspace = None,
     session: Sessions = None,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", metavar="N", help=f"Sessions per page ({SESSIONS_SHOWN}).")
+    ] = SESSIONS_SHOWN,
+    offset: Annotated[
+        int, typer.Option("--offset", metavar="K", help="Skip the K newest sessions (the next page).")
+    ] = 0,
     as_json: AsJson = False,
 ) -> None:
-    """List the sessions in scope, newest first."""
+    """List the sessions in scope (without one: in every workspace), newest first, a page at a time."""
+    if limit < 1 or offset < 0:
+        _fail("--limit needs 1 or more, --offset 0 or more", 2, as_json)
     with _errors(as_json):
-        records = _reader(_scope(workspace, session, None, as_json)).list_sessions()
+        records = _list_sessions(workspace, session, as_json)
         _require_known(records, workspace, session, as_json)
+        page = records[offset : offset + limit]
+        if offset + limit < len(records):
+            shown = f"{offset + 1}–{offset + len(page)} of {len(records)}"
+            err_console.print(f"sessions {shown}; next page: --offset {offset + limit}", highlight=False)
         if as_json:
-            _print_json([record.model_dump(mode="json") for record in records])
+            _print_json([record.model_dump(mode="json") for record in page])
             return
         table = Table(title=f"{len(records)} session{'s' if len(records) != 1 else ''}")
         for column in ("Session", "Workspace", "Created", "Parent", "Events", "Last activity", "Surface"):
             table.add_column(column, justify="right" if column == "Events" else "left")
-        for record in records:
+        for record in page:
             header, stats = record.header, record.stats
             table.add_row(
                 safe_text(header.session_id),
@@ -159,6 +189,25 @@ def sessions(
                 "—" if stats is None else ("valid" if stats.surface_valid else Text("invalid", style="red")),
             )
         console.print(table)
+
+
+def _list_sessions(
+    workspace: str | None, session_ids: list[str] | None, as_json: bool
+) -> tuple[SessionRecord, ...]:
+    """The sessions of the scope given, or of every workspace in the projection when none is (the
+    CLI is the operators' tool: it sees them all)."""
+    from backscroll.backends import current_backend
+    from backscroll.query import Scope
+
+    if workspace or session_ids:
+        with _reader(_scope(workspace, session_ids, None, as_json)) as reader:
+            return reader.list_sessions()
+    backend = current_backend()
+    ids = [count.workspace_id for count in backend.workspaces()]
+    if not ids:
+        return ()
+    with backend.open_reader(Scope.workspaces(ids, ops=True)) as reader:
+        return reader.list_sessions()
 
 
 def _require_known(
@@ -179,16 +228,20 @@ def _require_known(
 # -- read -----------------------------------------------------------------------------------------
 def read(
     session_id: Annotated[str, typer.Argument(metavar="SESSION", help="The session id.")],
-    seq: Annotated[int, typer.Argument(help="The event's seq.")],
-    before: Annotated[int, typer.Option("--before", "-B", help="Events to show before it.")] = 0,
-    after: Annotated[int, typer.Option("--after", "-A", help="Events to show after it.")] = 0,
+    seq: Annotated[int, typer.Argument(metavar="SEQ", help="The event's seq.")],
+    before: Annotated[
+        int, typer.Option("--before", "-B", metavar="N", help="Events to show before it (0 to 50).")
+    ] = 0,
+    after: Annotated[
+        int, typer.Option("--after", "-A", metavar="N", help="Events to show after it (0 to 50).")
+    ] = 0,
     workspace: Workspace = None,
     session: Sessions = None,
     as_json: AsJson = False,
 ) -> None:
     """Read one event exactly, with a window of neighbours."""
     with _errors(as_json):
-        reader = _reader(_scope(workspace, session, session_id, as_json))
+        reader = _reader(_scope(workspace, session, session_id, as_json, (before, after)))
         result = reader.read_event(session_id, seq, before, after)
         if as_json:
             _print_json(result.model_dump(mode="json"))
@@ -228,10 +281,12 @@ def _print_read(result: ReadEventResult) -> None:
 # -- trace ----------------------------------------------------------------------------------------
 def trace(
     session_id: Annotated[str, typer.Argument(metavar="SESSION", help="The session id.")],
-    seq: Annotated[int | None, typer.Argument(help="Trace this event instead of the session.")] = None,
+    seq: Annotated[
+        int | None, typer.Argument(metavar="SEQ", help="Trace this event instead of the session.")
+    ] = None,
     workspace: Workspace = None,
     session: Sessions = None,
-    depth: Annotated[int, typer.Option("--depth", help="Descendant levels to draw.")] = 12,
+    depth: Annotated[int, typer.Option("--depth", metavar="N", help="Descendant levels to draw.")] = 12,
     as_json: AsJson = False,
 ) -> None:
     """Trace a session's lineage, or (with SEQ) an event's replacements and provenance."""

@@ -1,14 +1,16 @@
 """Paging for ``backscroll search``: ``--cursor`` continues a chain, ``--all`` streams every page.
 
-Cursors are signed; set ``BACKSCROLL_CURSOR_KEY`` to the same secret everywhere so that a cursor
-printed by one process is accepted by the next (the console uses the same key).
+Cursors are signed with the user's key (``$XDG_DATA_HOME/backscroll/cursor.key``, made on first use),
+so a cursor printed by one command is accepted by the next; ``BACKSCROLL_CURSOR_KEY`` overrides it
+for processes of other users or hosts (the console uses the same key). A chain of pages stops at
+``MAX_PAGED`` matches.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -16,8 +18,9 @@ from rich.console import Console
 from backscroll.query import MAX_LIMIT, SessionQueryError, SessionQueryRequest, SessionQueryResult
 from backscroll.query.contract import parse_time
 from backscroll.query.cursor import MAX_PAGED
+from backscroll.query.moments import utc_text
 
-__all__ = ["iter_pages", "print_all", "print_next", "time_option"]
+__all__ = ["check_kinds", "describe_empty", "iter_pages", "print_all", "print_next", "time_option"]
 
 
 def time_option(flag: str, value: str | None, *, end: bool = False) -> datetime | None:
@@ -29,6 +32,49 @@ def time_option(flag: str, value: str | None, *, end: bool = False) -> datetime 
         raise SessionQueryError(
             "SESSION_QUERY_INVALID_FILTER", f"{flag} needs a date like 2026-11-30 or 2026-11-30T10:00"
         ) from None
+
+
+def check_kinds(kinds: list[str] | None) -> tuple[str, ...]:
+    """``--kind`` values: event types the wire format knows. The Python API takes any well-formed
+    type (one nothing has written matches nothing); on the command line an unknown name is far more
+    likely a typo, so it is INVALID_FILTER, naming the kinds."""
+    from backscroll.ingest.wire import KNOWN_EVENT_TYPES
+
+    unknown = [kind for kind in kinds or () if kind not in KNOWN_EVENT_TYPES]
+    if unknown:
+        listed = ", ".join(sorted(KNOWN_EVENT_TYPES))
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_FILTER", f"unknown kind {', '.join(map(repr, unknown))}; kinds: {listed}"
+        )
+    return tuple(kinds or ())
+
+
+def describe_empty(
+    query: str,
+    workspace: str | None,
+    session: str | None,
+    kinds: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    searched: int,
+) -> str | None:
+    """What an empty page of a filtered search says: the query, the scope and every filter that
+    narrowed it (``None`` when no filter was given: the renderer's text then fits)."""
+    filters = []
+    if kinds:
+        filters.append(f"kind {' or '.join(kinds)}")
+    if since:
+        filters.append(f"since {since}")
+    if until:
+        filters.append(f"until {until}")
+    if not filters:
+        return None
+    where = f"session {session}" if session else f"workspace {workspace}"
+    if workspace and session:
+        where = f"session {session} of workspace {workspace}"
+    what = f"no matches for {query!r}" if query.strip() else "no entries"
+    looked = f" (searched {searched} entries)" if searched else ""
+    return f"{what} in {where} with {', '.join(filters)}{looked}"
 
 
 def iter_pages(provider: Any, request: SessionQueryRequest) -> Iterator[SessionQueryResult]:
@@ -48,7 +94,7 @@ def _line(match: Any, several: bool) -> str:
     parts.append(match.role or match.kind)
     line = f"[{', '.join(parts)}] score {match.score:.1f}"
     if match.created_at is not None:
-        line += f" · {match.created_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        line += f" · {utc_text(match.created_at)}"
     return line
 
 

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from backscroll.backends import ParkedRecord, WorkspaceCount
+from backscroll.console.letters import scoped_letters
 from backscroll.console.settings import Access
 from backscroll.console.source import SourceUnavailable
 from backscroll.console.state import Page, render, state_of
@@ -201,6 +202,18 @@ def _window(reader: Any, session_id: str, centre: int, before: int, after: int) 
         raise
 
 
+def _gapped(reader: Any, session_id: str) -> list[EventRecordView]:
+    """The events of a log with seq gaps, where the first page by seq finds nothing: all of them if
+    the fold accepts the log, else the first page by position (a gap is a surface violation)."""
+    try:
+        return list(reader.list_events(session_id))
+    except SessionQueryError as err:
+        if err.code != "SESSION_QUERY_INVALID_SURFACE":
+            raise
+    first = _window(reader, session_id, 0, 0, _WINDOW)
+    return list(first.events) if first is not None else []
+
+
 async def session(request: Request, access: Access) -> Response:
     source = state_of(request).source
     session_id = request.path_params["session_id"]
@@ -223,7 +236,7 @@ async def session(request: Request, access: Access) -> Response:
             centre = min(start + _WINDOW, max(last, 0))
             window = _window(reader, session_id, centre, centre - start, _WINDOW)
             if window is None and page == 0 and last >= 0:
-                return lineage, None, list(reader.list_events(session_id)), last  # a log with seq gaps
+                return lineage, None, _gapped(reader, session_id), last
             return lineage, window, None, last
 
         return source.read(scope, run)
@@ -317,15 +330,16 @@ async def health(request: Request, access: Access) -> Response:
     facts = await run_in_threadpool(source.backend.health)
     problems = list(facts.problems)
     try:
-        catalog = _visible(access, await run_in_threadpool(source.workspaces, fresh=True))
+        every_workspace = await run_in_threadpool(source.workspaces, fresh=True)
     except SourceUnavailable as err:
-        catalog, problems = [], [*problems, str(err)]
+        every_workspace, problems = [], [*problems, str(err)]
+    catalog = _visible(access, every_workspace)
     letters: list[ParkedRecord] = []
     try:
         letters = await run_in_threadpool(source.operate, source.backend.dead_letters)
     except SourceUnavailable as err:
         problems = [*problems, f"cannot read the dead letters: {err}"]
-    visible = [letter for letter in letters if access.allows(letter.workspace_id)]
+    visible, hidden = scoped_letters(letters, access, (ws.workspace_id for ws in every_workspace))
     return render(
         request,
         "health.html",
@@ -334,7 +348,7 @@ async def health(request: Request, access: Access) -> Response:
         problems=problems,
         catalog=catalog,
         letters=visible,
-        hidden_letters=len(letters) - len(visible),
+        hidden_letters=hidden,
         limited=access.workspaces is not None,
         can_replay=access.workspaces is None,
         describe=source.backend.describe() if access.workspaces is None else source.backend.name,

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from markupsafe import Markup, escape
 from rapidfuzz.distance import Levenshtein
 
 from backscroll.indexer.textfold import WORD_RE, fold
 from backscroll.query import SessionRecord
+from backscroll.query.moments import utc_text
 
 __all__ = [
     "SEARCH_KINDS",
@@ -136,4 +137,4 @@ def lineage_from_listing(session_id: str, listing: Sequence[SessionRecord]) -> L
 
 def utc(value: datetime | None) -> str:
     """``2026-11-30 10:00:00Z`` (or an em dash)."""
-    return "—" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return "—" if value is None else utc_text(value, sep=" ")

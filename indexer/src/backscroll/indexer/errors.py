@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "DeadLetterUnavailable",
     "IndexerError",
+    "LogTruncated",
     "NotCaughtUp",
     "SourceAccessDenied",
     "SourceFailed",
@@ -61,6 +62,13 @@ class DeadLetterUnavailable(IndexerError):
 
 class NotCaughtUp(IndexerError):
     """``--until-idle`` waited its whole budget without the group reaching the end of the topic."""
+
+    retriable = False
+
+
+class LogTruncated(IndexerError):
+    """The log no longer holds its first records (retention or a deletion removed them): a rebuild
+    would lose them from the projection, so it refuses unless told to rebuild only what remains."""
 
     retriable = False
 

@@ -47,6 +47,14 @@ class OpenSearchSettings(BaseSettings):
         for name, value in super().__repr_args__():
             yield name, redact_secrets(value) if isinstance(value, str) else value
 
+    @field_validator("ca_certs", mode="before")
+    @classmethod
+    def _refuse_empty(cls, value: object) -> object:
+        # an empty variable would become Path("."), reported as "file not found: ."
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("is empty: name a file, or leave the variable unset")
+        return value
+
     @field_validator("ca_certs")
     @classmethod
     def _check_file(cls, value: Path | None) -> Path | None:

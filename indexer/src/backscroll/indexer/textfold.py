@@ -24,6 +24,7 @@ __all__ = [
     "is_cjk",
     "mixed_key",
     "word_class_ranges",
+    "word_start_match",
     "word_tokens",
     "words",
 ]
@@ -80,8 +81,9 @@ WORD_RE: Final = re.compile(f"{_C}+|{_W}+", re.UNICODE)
 #: An identifier: words joined by ``_ . - :`` (``get_type``, ``types.Mapping``, ``2.2.1-3``), kept
 #: whole by the index next to its parts.
 IDENT_RE: Final = re.compile(f"(?<!{_W}){_W}+(?:[_.:\\-]{_W}+)+", re.UNICODE)
-#: What a query is split into: identifiers whole, else words.
-QUERY_TOKEN_RE: Final = re.compile(f"{_W}+(?:[_.:\\-]{_W}+)*|{_C}+", re.UNICODE)
+#: What a query is split into: identifiers and paths whole (words joined by ``_ . - : /``), else
+#: words.
+QUERY_TOKEN_RE: Final = re.compile(f"{_W}+(?:[_.:\\-/]{_W}+)*|{_C}+", re.UNICODE)
 _CJK_RE: Final = re.compile(f"{_C}+")
 
 
@@ -150,6 +152,18 @@ def ident_tokens(text: str) -> list[str]:
             return IDENT_RE.findall(text)
         text = spaced
     return _ASCII_IDENT_RE.findall(text) if _ASCII_JOINED_RE.search(text) else []
+
+
+@lru_cache(maxsize=256)
+def _at_word_start(fragment: str) -> re.Pattern[str]:
+    return re.compile(f"(?<!{_W}){re.escape(fragment)}", re.UNICODE)
+
+
+def word_start_match(text: str, fragment: str) -> re.Match[str] | None:
+    """The first occurrence of ``fragment`` in ``text`` where no word character comes before it:
+    at the start of a word, so ``parse_he`` is at the start of a segment of ``self.parse_header``
+    and never inside ``reparse_header``."""
+    return _at_word_start(fragment).search(text)
 
 
 _HALFWIDTH: Final = range(0xFF61, 0xFFDD)

@@ -6,7 +6,7 @@ pydantic cannot export but JSON Schema can state:
 * ``surface`` is required (and not null) on the surface types and absent or null on every other type;
 * ``attrs`` keys must match the key pattern (pydantic exports the pattern but not the refusal);
 * ``time`` and ``created_at`` are RFC 3339 timestamps with an offset (``format`` alone is not
-  asserted by most validators);
+  asserted by most validators), in years 0001 to 9999, with an offset within ±18:00;
 * ``text`` has at most 1 MiB characters; the real limit is 1 MiB of UTF-8 bytes (said in its
   description, since JSON Schema counts characters).
 
@@ -14,7 +14,9 @@ It uses standard draft 2020-12 keywords only (pydantic's OpenAPI ``discriminator
 ``op`` constants already tell the branches apart), so it compiles in ajv's strict mode.
 
 Rules no JSON Schema can state stay with the models: the byte limits of ``text`` and of the whole
-record, and that ``1.0`` is not an integer. Regenerate the committed file with
+record, that ``1.0`` is not an integer, and that a time's UTC instant lies within years 0001 to 9999
+(``0001-01-01T00:30:00+01:00`` is in year 0 in UTC; said in the time fields' descriptions).
+Regenerate the committed file with
 ``python -m backscroll.ingest.schema > schemas/wire-v1.schema.json``; a unit test keeps them equal.
 """
 
@@ -40,17 +42,24 @@ __all__ = ["SCHEMA_ID", "TIME_PATTERN", "wire_json_schema"]
 SCHEMA_ID: Final = f"urn:backscroll:schema:wire-v{WIRE_VERSION}"
 
 #: RFC 3339 ``date-time`` with a mandatory offset, in the spelling the decoder accepts (upper-case
-#: ``T`` and ``Z``). Day-of-month and leap seconds are left to the decoder.
+#: ``T`` and ``Z``), years 0001 to 9999, offsets within ±18:00. Day-of-month, leap seconds and the
+#: UTC instant's year are left to the decoder.
 TIME_PATTERN: Final = (
-    r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"^(?!0000)[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
     r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?"
-    r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+    r"(Z|[+-]((0[0-9]|1[0-7]):[0-5][0-9]|18:00))$"
 )
 
 _DESCRIPTION: Final = (
     f"One value of a backscroll Kafka record, wire format v{WIRE_VERSION}. The record key is the "
     "session id in UTF-8; the value is one JSON object, either a session header (kind 'header') or "
     f"an event (kind 'event'), at most {MAX_RECORD_BYTES} bytes. See docs/wire-format.md."
+)
+
+
+_TIME_DESCRIPTION: Final = (
+    "RFC 3339 with an offset of at most 18 hours either way. Its UTC instant must lie within years "
+    "0001 to 9999: 0001-01-01T00:30:00+01:00 and 9999-12-31T23:30:00-01:00 are rejected."
 )
 
 
@@ -88,8 +97,9 @@ def wire_json_schema() -> dict[str, Any]:
     event: dict[str, Any] = defs[EventRecord.__name__]
     header: dict[str, Any] = defs[HeaderRecord.__name__]
 
-    event["properties"]["time"]["pattern"] = TIME_PATTERN
-    header["properties"]["created_at"]["pattern"] = TIME_PATTERN
+    for fields, name in ((event, "time"), (header, "created_at")):
+        fields["properties"][name]["pattern"] = TIME_PATTERN
+        fields["properties"][name]["description"] = _TIME_DESCRIPTION
 
     text = _object_branch(event["properties"]["text"])
     text["maxLength"] = MAX_TEXT_BYTES

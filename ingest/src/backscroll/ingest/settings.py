@@ -92,6 +92,14 @@ class KafkaSettings(BaseSettings):
                 raise ValueError(f"expected host:port[,host:port...], got {server.strip()!r}")
         return value
 
+    @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile", mode="before")
+    @classmethod
+    def _refuse_empty(cls, value: object) -> object:
+        # an empty variable would become Path("."), reported as "file not found: ."
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("is empty: name a file, or leave the variable unset")
+        return value
+
     @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile")
     @classmethod
     def _check_file(cls, value: Path | None) -> Path | None:
@@ -173,7 +181,7 @@ class AppenderSettings(BaseSettings):
         default=5.0, gt=0, description="Bootstrap / metadata wait of one sender attempt."
     )
     close_timeout_s: float = Field(
-        default=10.0, ge=0, description="Flush budget of close() and of the atexit hook."
+        default=10.0, ge=0, description="Longest close() (and the atexit hook) takes in all."
     )
     live_max_per_session: int = Field(
         default=2_000, ge=0, description="Live entries kept per session (oldest dropped)."

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final, Literal
 
 import orjson
@@ -25,15 +25,20 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from backscroll.ingest.errors import RecordRejected
 
 __all__ = [
     "KNOWN_EVENT_TYPES",
     "MAX_ATTRS",
+    "MAX_INPUT_BYTES",
+    "MAX_OFFSET",
     "MAX_RECORD_BYTES",
     "MAX_TEXT_BYTES",
+    "OFFSET_RANGE_MESSAGE",
     "SURFACE_TYPES",
+    "TIME_RANGE_MESSAGE",
     "WIRE_VERSION",
     "AppendOp",
     "EventRecord",
@@ -49,8 +54,14 @@ __all__ = [
 
 WIRE_VERSION: Final = 1
 MAX_TEXT_BYTES: Final = 1024 * 1024
-#: Keep below the broker's ``message.max.bytes`` (the local stack sets 4 MiB).
+#: The record cap, on the canonical encoding (:func:`encode_record`: what the log stores, non-ASCII
+#: characters as UTF-8), however the input spelled it. Keep below the broker's
+#: ``message.max.bytes`` (the local stack sets 4 MiB).
 MAX_RECORD_BYTES: Final = 3 * 1024 * 1024
+#: Longest raw JSON accepted for decoding, a memory bound only: any spelling of a record under
+#: :data:`MAX_RECORD_BYTES` fits, since an escape (``\u00e9``, or ``\ud83d\ude00`` for the 4 bytes of
+#: an emoji) is at most 6 times the UTF-8 bytes it stands for; the slack covers explicit nulls.
+MAX_INPUT_BYTES: Final = 6 * MAX_RECORD_BYTES + 64 * 1024
 MAX_ATTRS: Final = 32
 
 SURFACE_TYPES: Final = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -118,7 +129,26 @@ def _parse_time(value: Any) -> Any:
     return value
 
 
-Time = Annotated[AwareDatetime, BeforeValidator(_parse_time)]
+def _in_range(value: datetime) -> datetime:
+    # Every reader shows and sorts times in UTC: an instant that Python's datetime cannot hold in UTC
+    # would be accepted here and then break every page that shows it. OpenSearch refuses offsets
+    # past 18 hours, so such a time would be indexed by one backend and dead-lettered by the other.
+    offset = value.utcoffset()
+    if offset is not None and (abs(offset) > MAX_OFFSET or offset % timedelta(minutes=1)):
+        raise PydanticCustomError("time_offset", OFFSET_RANGE_MESSAGE)
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError("time_range", TIME_RANGE_MESSAGE) from None
+    return value
+
+
+#: Why a time whose UTC instant falls outside years 1 to 9999 is refused.
+TIME_RANGE_MESSAGE: Final = "its UTC instant must lie within years 0001 to 9999"
+#: The largest UTC offset a time may have (each way); offsets are whole minutes, as RFC 3339 writes them.
+MAX_OFFSET: Final = timedelta(hours=18)
+OFFSET_RANGE_MESSAGE: Final = "its UTC offset must be whole minutes within -18:00 to +18:00"
+Time = Annotated[AwareDatetime, BeforeValidator(_parse_time), AfterValidator(_in_range)]
 
 
 def _exact_version(value: Any) -> Any:
@@ -266,14 +296,21 @@ def _raise(field: str, reason: str) -> HeaderRecord | EventRecord:
 
 
 def decode_record(value: bytes) -> HeaderRecord | EventRecord:
-    """Decode raw record bytes; raise :class:`RecordRejected` for anything that is not a valid v1 record."""
-    if len(value) > MAX_RECORD_BYTES:
-        raise RecordRejected("record", f"record is {len(value)} bytes, over the {MAX_RECORD_BYTES} byte cap")
+    """Decode raw record bytes; raise :class:`RecordRejected` for anything that is not a valid v1 record.
+
+    Bytes over :data:`MAX_INPUT_BYTES` are refused unread. The record cap
+    (:data:`MAX_RECORD_BYTES`) is measured on the canonical encoding, not on ``value``: a
+    ``\\u``-escaped spelling may be several times longer than the record it holds. So a record
+    written to the log by another client is held to the same cap as one appended by ours."""
+    if len(value) > MAX_INPUT_BYTES:
+        raise RecordRejected(
+            "record", f"record is {len(value)} bytes, over the {MAX_INPUT_BYTES} byte input limit"
+        )
     try:
         # Straight from the bytes: a quarter cheaper than a JSON parse and then validation, and it
         # accepts exactly the same records (tests/unit/test_ingest_wire_decode.py). Its errors do not
         # name fields the way callers read them, so a rejected record is decoded again below.
-        return _RECORD.validate_json(value)
+        return _within_cap(_RECORD.validate_json(value), len(value))
     except ValidationError:
         pass
     try:
@@ -285,7 +322,17 @@ def decode_record(value: bytes) -> HeaderRecord | EventRecord:
             data = json.loads(value)
     except (orjson.JSONDecodeError, ValueError, RecursionError) as err:
         raise RecordRejected("record", f"not valid UTF-8 JSON: {err}") from None
-    return parse_record(data)
+    return _within_cap(parse_record(data), len(value))
+
+
+def _within_cap(record: HeaderRecord | EventRecord, raw_size: int) -> HeaderRecord | EventRecord:
+    """``record``, unless its canonical encoding is over the cap (only measured when the raw
+    spelling is: escapes only ever make a spelling longer)."""
+    if raw_size > MAX_RECORD_BYTES:
+        size = len(encode_record(record))
+        if size > MAX_RECORD_BYTES:
+            raise RecordRejected("record", f"encoded record is {size} bytes, cap is {MAX_RECORD_BYTES}")
+    return record
 
 
 def _big_float_attr(data: Any) -> bool:

@@ -9,6 +9,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from backscroll.ingest.wire import MAX_OFFSET
 from backscroll.query.errors import SessionQueryError
 
 __all__ = [
@@ -53,7 +54,7 @@ def _is_int(value: object) -> bool:
 
 def check_request_fields(data: Mapping[str, Any]) -> None:
     """Strict types of a request's fields, each failure with its code: ``session_id`` text
-    (INVALID_SCOPE), ``query`` text (INVALID_QUERY), ``kinds`` a list or tuple of kinds that match
+    (INVALID_SCOPE), ``query`` text without NUL (INVALID_QUERY), ``kinds`` a list or tuple of kinds that match
     :data:`KIND_RE` in full (INVALID_FILTER), ``limit`` and ``excerpt_bytes`` integers, never
     booleans, floats or numeric text (INVALID_LIMIT), ``cursor`` text (INVALID_CURSOR),
     ``exclude_tools`` a list or tuple of names (INVALID_FILTER), ``since`` and ``until`` times with a
@@ -65,8 +66,11 @@ def check_request_fields(data: Mapping[str, Any]) -> None:
     session_id = data.get("session_id")
     if session_id is not None and not isinstance(session_id, str):
         raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "session_id must be text or None")
-    if not isinstance(data.get("query", ""), str):
+    query = data.get("query", "")
+    if not isinstance(query, str):
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "query must be text")
+    if "\x00" in query:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "query must be text without NUL characters")
     kinds = data.get("kinds", ())
     if not isinstance(kinds, list | tuple):
         raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "kinds must be a list of kinds")
@@ -109,13 +113,31 @@ def time_bound(name: str, value: object) -> datetime:
             "SESSION_QUERY_INVALID_FILTER",
             f"{name} must be a time with a time zone, such as 2026-11-30T10:00:00Z",
         )
+    if not _storable(moment):
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_FILTER",
+            f"{name} must lie within years 0001 to 9999 in UTC, with an offset within -18:00 to +18:00",
+        )
     return moment
+
+
+def _storable(moment: datetime) -> bool:
+    """Whether a time is one a record may hold (see the wire format's time range)."""
+    offset = moment.utcoffset()
+    if offset is None or abs(offset) > MAX_OFFSET:
+        return False
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def parse_time(value: str | None, *, end: bool = False) -> datetime | None:
     """A time bound as people type it (CLI flags, console forms): ``YYYY-MM-DD``,
     ``YYYY-MM-DDTHH:MM[:SS]`` (UTC when it has no offset) or RFC 3339. A bare date as the ``end``
-    bound means the end of that day. ``None`` for empty text; ValueError if malformed."""
+    bound means the end of that day. ``None`` for empty text; ValueError if malformed or if its UTC
+    instant falls outside years 0001 to 9999."""
     if value is None or not value.strip():
         return None
     text = value.strip()
@@ -124,7 +146,10 @@ def parse_time(value: str | None, *, end: bool = False) -> datetime | None:
         parsed = parsed.replace(hour=23, minute=59, second=59, microsecond=999999)
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} has no UTC instant within years 0001 to 9999") from None
 
 
 class _Frozen(BaseModel):

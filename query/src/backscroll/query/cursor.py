@@ -12,6 +12,7 @@ import orjson
 from backscroll.query.errors import SessionQueryError
 
 __all__ = [
+    "INVALID_CURSOR_MESSAGE",
     "MAX_PAGED",
     "decode_cursor",
     "derive_key",
@@ -24,6 +25,15 @@ __all__ = [
 
 #: Entries a chain of pages may return in all; past it there is no next cursor (narrow the query).
 MAX_PAGED = 1000
+#: Why a cursor is refused, with the setting that lets processes share cursors.
+INVALID_CURSOR_MESSAGE = (
+    "cursor is not valid for this request: it was issued for another query or scope, or signed with "
+    "another key (set the same BACKSCROLL_CURSOR_KEY in every process that must accept another's cursors)"
+)
+
+
+def _invalid() -> SessionQueryError:
+    return SessionQueryError("SESSION_QUERY_INVALID_CURSOR", INVALID_CURSOR_MESSAGE)
 
 
 def pack_seen(entry_ids: list[str]) -> list[Any]:
@@ -52,9 +62,9 @@ def unpack_seen(packed: list[Any]) -> list[str]:
             out.append(f"{session_id}:{item}")
             pending = False
         else:
-            raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+            raise _invalid()
     if pending or len(out) > MAX_PAGED:
-        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+        raise _invalid()
     return out
 
 
@@ -99,8 +109,8 @@ def open_cursor(key: bytes, cursor: str, fingerprint: str) -> tuple[list[Any], b
     except (ValueError, orjson.JSONDecodeError):
         data = None
     if not isinstance(data, dict) or data.get("f") != fingerprint or not isinstance(data.get("a"), list):
-        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+        raise _invalid()
     generation = data.get("g")
     if not isinstance(generation, int):
-        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "cursor is not valid for this request")
+        raise _invalid()
     return list(data["a"]), bool(data.get("p")), generation

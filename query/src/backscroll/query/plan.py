@@ -108,7 +108,7 @@ def plan_request(
     # NFC: decomposed input (macOS, some IMEs; Hangul typed as jamo) matches composed text.
     for found in QUERY_TOKEN_RE.finditer(unicodedata.normalize("NFC", query)):
         # Identifiers stay whole (``get_type``, ``2.2.1``): the tiers match them as identifiers.
-        raw = found.group().lower()[:MAX_WORD_CHARS].rstrip("_.:-")
+        raw = found.group().lower()[:MAX_WORD_CHARS].rstrip("_.:-/")
         raw_words.setdefault(fold(raw), raw)
     if len(raw_words) > MAX_QUERY_WORDS:
         raise SessionQueryError(
@@ -121,7 +121,8 @@ def plan_request(
     filters: list[dict[str, Any]] = [scope.filter()]
     if session_id is not None:
         filters.append({"term": {"session_id": session_id}})
-    kinds = tuple(request.kinds) or DEFAULT_KINDS
+    # Sets, in one canonical order: the same filters in another order sign the same cursor.
+    kinds = tuple(sorted(set(request.kinds))) or DEFAULT_KINDS
     plan = QueryPlan(
         filters=tuple(filters),
         kinds=kinds,
@@ -130,7 +131,7 @@ def plan_request(
         phrase=" ".join(raw_words.values()),
         default_kinds=not request.kinds,
         limit=limit,
-        exclude_tools=tuple(dict.fromkeys(exclude_tools)),
+        exclude_tools=tuple(sorted(set(exclude_tools))),
         since=since,
         until=until,
     )

@@ -159,9 +159,11 @@ class ProviderCore:
         page = yield EngineStep("search", query, deadline)
         assert isinstance(page, EnginePage)
         self._check_corpus(page.corpus, session_id, resumed)
-        hits, partial = yield from _ranked(query, page.hits, resumed, deadline)
-        more = len(hits) > plan.limit
-        hits = hits[: plan.limit]
+        hits, partial = yield from _ranked(query, page.hits, resumed, deadline, page.corpus.searched)
+        # A chain of pages returns at most MAX_PAGED entries: the last page is cut to what is left.
+        take = min(plan.limit, MAX_PAGED - len(resumed.seen))
+        more = len(hits) > take
+        hits = hits[:take]
         matches = [_match(hit, plan, budget) for hit in hits]
         next_cursor = self._next_cursor(fingerprint, page.corpus, resumed, hits, partial) if more else None
         matches, searched, source = self._with_live(request, query, page.corpus, matches, budget, partial)
@@ -230,9 +232,9 @@ class ProviderCore:
     def _next_cursor(
         self, fingerprint: str, corpus: Corpus, resumed: Resumed, hits: list[EngineHit], partial: bool
     ) -> str | None:
-        """The signed cursor of the page after ``hits``; ``None`` once the entries returned would
-        be more than a cursor may carry."""
-        if not hits or len(resumed.seen) + len(hits) > MAX_PAGED:
+        """The signed cursor of the page after ``hits``; ``None`` once the chain has returned
+        :data:`MAX_PAGED` entries."""
+        if not hits or len(resumed.seen) + len(hits) >= MAX_PAGED:
             return None
         returned = pack_seen([*resumed.seen, *(hit.entry_id for hit in hits)])
         return encode_cursor(self._key, fingerprint, corpus.generation, returned, partial)
@@ -296,20 +298,22 @@ class SearchProvider(ProviderCore):
 
 
 def _ranked(
-    query: EngineQuery, hits: list[EngineHit], resumed: Resumed, deadline: Deadline
+    query: EngineQuery, hits: list[EngineHit], resumed: Resumed, deadline: Deadline, searched: int
 ) -> Steps[tuple[list[EngineHit], bool]]:
     """The page's ``hits`` in ranking order with the readings of typos spread (:func:`_readings`),
     and whether they are closest matches: on a first page of several words where no entry holds
-    every word, the entries holding some of them instead, and the result says so."""
+    every word, the entries holding some of them instead, and the result says so (asked of the
+    engine only when it ``searched`` any entry)."""
     plan, partial = query.plan, resumed.partial
     if not plan.browse and not partial and (hits or resumed.seen):  # a later page may hold only readings
         hits = yield from _readings(query, hits, deadline)
     if not plan.browse and not hits and resumed.issued is None and len(plan.words) > 1:
         partial = True
         deadline.check()
-        ranked = yield EngineStep("rank", replace(query, partial=True), deadline)
-        assert isinstance(ranked, list)
-        hits = ranked
+        if searched:
+            ranked = yield EngineStep("rank", replace(query, partial=True), deadline)
+            assert isinstance(ranked, list)
+            hits = ranked
     return hits, partial
 
 

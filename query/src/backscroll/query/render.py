@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC
-
 from backscroll.query.contract import SessionQueryResult
+from backscroll.query.moments import utc_text
 
 __all__ = ["render_result"]
 
@@ -41,7 +40,7 @@ def render_result(result: SessionQueryResult, query: str, *, scope_noun: str = "
         parts.append(match.role or match.kind)
         line = f"[{', '.join(parts)}] score {match.score:.1f}"
         if match.created_at is not None:
-            line += f" · {match.created_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+            line += f" · {utc_text(match.created_at)}"
         lines.extend(["", line, match.excerpt])
     if result.next_cursor:
         lines.extend(["", "(more matches exist; narrow the query to see others)"])

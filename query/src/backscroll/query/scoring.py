@@ -2,7 +2,7 @@
 (read-your-writes) and for the embedded backend, which verifies its candidates with it. Pure.
 
 A query is split into *words* (:data:`~backscroll.indexer.textfold.QUERY_TOKEN_RE`): plain words,
-identifiers (words joined by ``_ . - :``, kept whole) and CJK runs. Per query word the best tier
+identifiers (words joined by ``_ . - : /``, kept whole) and CJK runs. Per query word the best tier
 counts (the OpenSearch body in :mod:`backscroll.query.opensearch.body` gives the same tiers):
 
 ========  ====================================================================================
@@ -18,10 +18,15 @@ counts (the OpenSearch body in :mod:`backscroll.query.opensearch.body` gives the
           for 3–5, 2 from 6; an adjacent swap is one edit). In a word with digits only its
           letters may differ, and the budget is that of its letters (``pyhton3`` → ``python3``;
           ``ipv4`` never finds ``ipv6``). Also a word of 3+ characters inside a longer token, as
-          typed (``9931`` in ``acct_9931``, ``lback`` in ``callback``): a *substring*
-1.5       two edits within the budget; also a *reading inside a longer word*: a word of 5+ letters
-          read as a whole word one edit away that occurs inside a longer token (``pilxed`` read
-          as ``piled``, inside ``compiled``: :func:`reading_inside`)
+          typed (``9931`` in ``acct_9931``, ``lback`` in ``callback``): a *substring*. An
+          identifier at the start of a later segment of a longer one (``parse_he`` in
+          ``self.parse_header``, ``query/sc`` in ``query/scoring.py``). An identifier whose parts
+          are words in a row, each within its own typo budget, one edit in all (``exmple.com``)
+1.5       two edits within the budget; an identifier's parts in a row with two or more edits in
+          all, each part within its own budget (``exmaple.cmo`` → ``example.com``); also a
+          *reading inside a longer word*: a word of 5+ letters read as a whole word one edit away
+          that occurs inside a longer token (``pilxed`` read as ``piled``, inside ``compiled``:
+          :func:`reading_inside`)
 1 parts   an identifier whose parts all match somewhere (``get_tpye`` → ``get`` … ``type``)
 ========  ====================================================================================
 
@@ -42,7 +47,15 @@ from dataclasses import dataclass, field
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from backscroll.indexer.textfold import WORD_RE, fold, ident_tokens, is_cjk, mixed_key, word_tokens
+from backscroll.indexer.textfold import (
+    WORD_RE,
+    fold,
+    ident_tokens,
+    is_cjk,
+    mixed_key,
+    word_start_match,
+    word_tokens,
+)
 
 __all__ = [
     "FIELD_BONUS",
@@ -64,6 +77,7 @@ __all__ = [
     "fuzzy_tier",
     "is_compound",
     "max_bonus",
+    "near_compound",
     "phrase_words",
     "reading_inside",
     "score_text",
@@ -102,8 +116,14 @@ def typo_budget(word: str) -> int:
 
 
 def is_compound(word: str) -> bool:
-    """Whether a query word is an identifier (words joined by ``_ . - :``)."""
-    return any(ch in "_.:-" for ch in word)
+    """Whether a query word is an identifier (words joined by ``_ . - : /``)."""
+    return any(ch in "_.:-/" for ch in word)
+
+
+def near_compound(word: str) -> bool:
+    """Whether a query word is an identifier that may match in the one- or two-edit tiers: inside
+    a longer identifier, or with typos in its parts."""
+    return is_compound(word) and len(word) >= 3
 
 
 def fuzzy_budget(word: str) -> int:
@@ -257,9 +277,42 @@ def _compound_tier(raw: str, word: str, text: _Text) -> float:
         return TIER_FOLDED
     if len(word) >= 3 and (best := max((extends(t, word) for t in text.idents), default=0.0)):
         return best
+    if len(word) >= 3 and word_start_match(text.folded_text, word):
+        return TIER_SUBSTRING  # from a later segment of a longer identifier or path on
+    edits = _parts_in_a_row(parts, text)
+    if edits is not None:
+        return fuzzy_tier(edits)
     if parts and all(_plain_tier(p, p, text, False) for p in parts):
         return TIER_PARTS
     return 0.0
+
+
+def _parts_in_a_row(parts: Sequence[str], text: _Text) -> int | None:
+    """The fewest edits in all (at least one) with which ``parts`` are words of ``text`` in a row,
+    each within its own typo budget (the digit rule included), else ``None``."""
+    budgets = [fuzzy_budget(part) for part in parts]
+    if len(parts) < 2 or not any(budgets):
+        return None
+    near: list[dict[str, int]] = []
+    for part, budget in zip(parts, budgets, strict=True):
+        found = {part: 0}
+        if budget:
+            found.update((token, edits) for edits, token in text.close_terms(part, budget) if token != part)
+        near.append(found)
+    if any(found.keys().isdisjoint(text.folded_set) for found in near):
+        return None
+    tokens, best = text.folded, None
+    for start in range(len(tokens) - len(parts) + 1):
+        total = 0
+        for offset, found in enumerate(near):
+            edits = found.get(tokens[start + offset])
+            if edits is None:
+                break
+            total += edits
+        else:
+            if total and (best is None or total < best):
+                best = total
+    return best
 
 
 def _cjk_tier(raw: str, word: str, text: _Text) -> float:

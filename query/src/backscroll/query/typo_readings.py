@@ -43,6 +43,7 @@ from backscroll.query.scoring import (
     TIER_FUZZY,
     TIER_INSIDE,
     fuzzy_budget,
+    near_compound,
     reading_inside,
     text_reading,
     typo_match,
@@ -85,15 +86,31 @@ def tier_of(score: float) -> float:
 
 def _typo_ceiling(plan: QueryPlan) -> float:
     """The highest tier sum an entry with a typo match can have (-1: the query has no typo tier)."""
-    if not any(fuzzy_budget(word) for word in plan.words):
+    if not any(fuzzy_budget(word) or near_compound(word) for word in plan.words):
         return -1.0
     return (len(plan.words) - 1) * TIER_EXACT + TIER_FUZZY
 
 
 def window_needed(plan: QueryPlan, hits: Sequence[EngineHit], size: int) -> bool:
     """Whether the page (``hits``, ``size`` asked) ends in a tier that may hold typo matches, so that
-    a reading beyond it could belong in the page."""
-    return len(hits) >= size and bool(hits) and tier_of(hits[-1].score) <= _typo_ceiling(plan)
+    a reading beyond it could belong in the page.
+
+    An identifier has one reading in these tiers (its parts in a row, or the identifier itself
+    inside a longer one), so for it alone the window only serves an engine that over-matched:
+    when a hit of the page scores above what its text holds, the entries after the page may take
+    its place."""
+    if len(hits) < size or not hits or tier_of(hits[-1].score) > _typo_ceiling(plan):
+        return False
+    if any(fuzzy_budget(word) for word in plan.words):
+        return True
+    ceiling = _typo_ceiling(plan)
+    for hit in hits:
+        tier = tier_of(hit.score)
+        if tier <= ceiling:
+            found = text_reading(hit.text, plan.raw_words, plan.words)
+            if found is None or found[0] < tier:
+                return True
+    return False
 
 
 #: The reading of each hit read so far in one search (by entry id; ``None``: its text does not

@@ -16,7 +16,12 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from backscroll.indexer.deadletter import DeadLetter, decode_envelope, encode_envelope
-from backscroll.indexer.errors import DeadLetterUnavailable, SourceFailed, SourceUnavailable
+from backscroll.indexer.errors import (
+    DeadLetterUnavailable,
+    SourceAccessDenied,
+    SourceFailed,
+    SourceUnavailable,
+)
 from backscroll.indexer.kafka.errors import kafka_edge
 from backscroll.ingest.kafka.topics import dlq_topic, ensure_topics
 from backscroll.ingest.settings import KafkaSettings
@@ -39,6 +44,19 @@ def _drain(consumer: KafkaConsumer, partitions: list[TopicPartition], limit: int
         if limit is not None and len(out) >= limit:
             break
     return out if limit is None else out[:limit]
+
+
+def _partitions(consumer: KafkaConsumer, topic: str, kafka: KafkaSettings) -> list[TopicPartition]:
+    """The topic's partitions; none visible means the principal may not describe the topic
+    (Kafka hides a topic it refuses), since :func:`ensure_topics` made sure it exists."""
+    found = sorted(consumer.partitions_for_topic(topic) or ())
+    if not found:
+        who = repr(kafka.sasl_username) if kafka.sasl_username else "this client"
+        raise SourceAccessDenied(
+            f"Kafka {kafka.bootstrap_servers}: {who} may not read the dead-letter topic {topic} "
+            "(no DESCRIBE/READ permission: dead letters are the operator's)"
+        )
+    return [TopicPartition(topic, p) for p in found]
 
 
 class KafkaDeadLetters:
@@ -88,10 +106,7 @@ class KafkaDeadLetters:
             ensure_topics(self.kafka)
             consumer = KafkaConsumer(**self.kafka.client_config(), enable_auto_commit=False)
             try:
-                partitions = [
-                    TopicPartition(self.topic, p)
-                    for p in sorted(consumer.partitions_for_topic(self.topic) or ())
-                ]
+                partitions = _partitions(consumer, self.topic, self.kafka)
                 consumer.assign(partitions)
                 consumer.seek_to_beginning(*partitions)
                 letters = []
@@ -114,10 +129,7 @@ class KafkaDeadLetters:
             )
             producer = self._open_producer()
             try:
-                partitions = [
-                    TopicPartition(self.topic, p)
-                    for p in sorted(consumer.partitions_for_topic(self.topic) or ())
-                ]
+                partitions = _partitions(consumer, self.topic, self.kafka)
                 consumer.assign(partitions)
                 for tp in partitions:
                     offset = consumer.committed(tp)

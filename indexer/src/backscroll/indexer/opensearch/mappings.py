@@ -29,7 +29,6 @@ __all__ = [
     "PERIODIC_REFRESH",
     "events_alias",
     "events_index_body",
-    "events_template_body",
     "sessions_alias",
     "sessions_index_body",
     "watermarks_index",
@@ -126,26 +125,22 @@ def _index_settings(shards: int, replicas: int) -> dict[str, Any]:
     }
 
 
-def events_template_body(prefix: str, shards: int = 1, replicas: int = 0) -> dict[str, Any]:
-    """Composable index template applied to every version of the events index."""
+def events_index_body(shards: int = 1, replicas: int = 0) -> dict[str, Any]:
+    """Settings and mappings of a concrete events index version.
+
+    Every version is created with its whole body rather than from an index template: templates
+    are a cluster-wide permission that no security plugin narrows to one index pattern, so a
+    principal allowed to write templates could attach our aliases to another application's
+    indices. No principal of ours needs that permission."""
     return {
-        "index_patterns": [f"{events_alias(prefix)}-v*"],
-        "template": {
-            "settings": _index_settings(shards, replicas),
-            "mappings": {
-                "dynamic": "strict",
-                "_routing": {"required": True},
-                "properties": _EVENT_PROPERTIES,
-            },
+        "settings": _index_settings(shards, replicas),
+        "mappings": {
+            "dynamic": "strict",
+            "_routing": {"required": True},
+            "_meta": {"owner": "backscroll", "schema": SCHEMA_VERSION},
+            "properties": _EVENT_PROPERTIES,
         },
-        "priority": 100,
-        "_meta": {"owner": "backscroll", "schema": SCHEMA_VERSION},
     }
-
-
-def events_index_body() -> dict[str, Any]:
-    """Body for creating a concrete events index (settings and mappings come from the template)."""
-    return {}
 
 
 _SESSION_PROPERTIES: Final[dict[str, Any]] = {

@@ -10,22 +10,28 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from opensearchpy import OpenSearch
+from opensearchpy.exceptions import (
+    AuthorizationException,
+    ConnectionTimeout,
+    NotFoundError,
+    SSLError,
+    TransportError,
+)
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
-from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, SSLError, TransportError
 
 from backscroll.indexer.document import fold_event
-from backscroll.indexer.errors import ViewUnavailable
+from backscroll.indexer.errors import ViewAccessDenied, ViewUnavailable
 from backscroll.indexer.fold import FoldEvent
 from backscroll.indexer.opensearch.bulk import BulkWriter, ItemResult, is_retriable_status
 from backscroll.indexer.opensearch.errors import os_edge_method
 from backscroll.indexer.opensearch.mappings import (
     events_alias,
-    events_template_body,
+    events_index_body,
     sessions_alias,
     sessions_index_body,
     watermarks_index,
 )
-from backscroll.indexer.opensearch.security import deny
+from backscroll.indexer.opensearch.security import deny, item_failure
 from backscroll.indexer.ports import Outcome, WriteResult
 from backscroll.indexer.projector import Action, SessionProjection, project_records
 from backscroll.indexer.settings import OpenSearchSettings
@@ -90,22 +96,24 @@ class OpenSearchView(BulkWriter, ViewWrites):
     # -- schema ---------------------------------------------------------------------------------
     @os_edge_method("ensure schema")
     def ensure_schema(self) -> None:
-        """Create the template, the first events index version, the sessions index and aliases."""
+        """Create the first events index version, the sessions index and their aliases.
+
+        Existence is asked of the alias by name (``HEAD <alias>``), which a principal limited
+        to our index pattern may ask even before any index of ours exists; ``HEAD _alias/...``
+        is refused to it then."""
         if self.pinned_version is not None:
             return
         try:
-            self.client.indices.put_index_template(
-                name=f"{self.events}-template",
-                body=events_template_body(self.prefix, self.settings.shards, self.settings.replicas),
-            )
-            if not self.client.indices.exists_alias(name=self.events):
-                self._create_index(f"{self.events}-v1", {"aliases": {self.events: {}}})
+            if not self.client.indices.exists(index=self.events):
+                body = events_index_body(self.settings.shards, self.settings.replicas)
+                body["aliases"] = {self.events: {}}
+                self._create_index(f"{self.events}-v1", body)
             if not self.client.indices.exists(index=watermarks_index(self.prefix)):
                 self._create_index(
                     watermarks_index(self.prefix),
                     {"settings": {"number_of_shards": 1, "number_of_replicas": self.settings.replicas}},
                 )
-            if not self.client.indices.exists_alias(name=self.sessions):
+            if not self.client.indices.exists(index=self.sessions):
                 body = sessions_index_body(self.settings.shards, self.settings.replicas)
                 body["aliases"] = {self.sessions: {}}
                 self._create_index(f"{self.sessions}-v1", body)
@@ -134,7 +142,8 @@ class OpenSearchView(BulkWriter, ViewWrites):
     @os_edge_method("create version")
     def create_version(self, version: int) -> None:
         """Create (empty) events and sessions indices of ``version``, without aliases."""
-        self._create_index(f"{events_alias(self.prefix)}-v{version}", {})
+        body = events_index_body(self.settings.shards, self.settings.replicas)
+        self._create_index(f"{events_alias(self.prefix)}-v{version}", body)
         body = sessions_index_body(self.settings.shards, self.settings.replicas)
         self._create_index(f"{sessions_alias(self.prefix)}-v{version}", body)
 
@@ -167,20 +176,38 @@ class OpenSearchView(BulkWriter, ViewWrites):
             lines: list[dict[str, Any]] = [
                 {"delete": {"_index": self.events, "_id": h["_id"], "routing": session_id}} for h in hits
             ]
-            self.client.bulk(body=lines, refresh="true")
-            deleted += len(lines)
+            answer = self.client.bulk(body=lines, refresh="true")
+            deleted += self._count_deleted(answer)
         with contextlib.suppress(NotFoundError):
             self.client.delete(index=self.sessions, id=session_id, routing=session_id, refresh="true")
         return deleted
 
+    def _count_deleted(self, answer: dict[str, Any]) -> int:
+        """Deleted items of a bulk answer; a refused or failed item stops ``forget`` (searching
+        again would find the same documents forever)."""
+        deleted = 0
+        for item in answer.get("items", ()):
+            result = item.get("delete", {})
+            error = result.get("error")
+            if error is None:
+                deleted += result.get("result") == "deleted"
+                continue
+            refused = item_failure(error, self.settings)
+            if refused is not None:
+                raise ViewAccessDenied(refused)
+            raise ViewUnavailable(f"forget: OpenSearch did not delete {result.get('_id')}: {error}")
+        return deleted
+
     @os_edge_method("drop")
     def drop(self) -> None:
-        """Delete every index and template of this prefix (tests and ``forget --all`` only)."""
+        """Delete every index of this prefix, and the index template older versions created
+        (tests and ``forget --all`` only)."""
         self.client.indices.delete(
             index=f"{self.events}-v*,{self.sessions}-v*,{watermarks_index(self.prefix)}",
             ignore_unavailable=True,
         )
-        with contextlib.suppress(NotFoundError):
+        # a principal without template permissions simply leaves an old template behind
+        with contextlib.suppress(NotFoundError, AuthorizationException):
             self.client.indices.delete_index_template(name=f"{self.events}-template")
 
     @os_edge_method("refresh")

@@ -46,6 +46,8 @@ _LEFT_OUT_BY_CASE: Final = {
     for same_position in (False, True)
 }
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MIN_US: Final = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
+_MAX_US: Final = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(microseconds=1)
 # What ``isoformat()`` writes for a UTC instant, and so exactly what ``event_instant`` gives back
 # (a regular expression: formatting the instant again to compare cost six times as much).
 _UTC_ISOFORMAT: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(?!000000)\d{6})?\+00:00")
@@ -66,8 +68,9 @@ def split_entry_id(doc_id: str) -> tuple[str, int]:
 
 
 def event_instant(time_us: int) -> datetime:
-    """The UTC instant of an ``events.time_us`` value."""
-    return _EPOCH + timedelta(microseconds=time_us)
+    """The UTC instant of an ``events.time_us`` value; a value past years 0001 to 9999 (a row the
+    indexer never writes) gives the nearest edge of that range rather than an error."""
+    return _EPOCH + timedelta(microseconds=min(max(time_us, _MIN_US), _MAX_US))
 
 
 def pack_event_doc(source: Mapping[str, Any], log_offset: int) -> bytes:

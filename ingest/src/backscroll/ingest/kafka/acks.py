@@ -53,6 +53,21 @@ class Acknowledgements:
     _acks: deque[tuple[OutgoingEntry, Any]]
     _groups: deque[list[tuple[OutgoingEntry, Any]]]
     _ack_signal: bool
+    _resolving: set[int]
+    _rounds: int
+
+    def _begin_resolving_locked(self) -> int:
+        """A token for handles marked done under ``_lock`` but resolved after it is released:
+        ``flush`` waits until every token taken before it returns is finished
+        (:meth:`_end_resolving`)."""
+        self._rounds += 1
+        self._resolving.add(self._rounds)
+        return self._rounds
+
+    def _end_resolving(self, token: int) -> None:
+        with self._lock:
+            self._resolving.discard(token)
+            self._idle.notify_all()
 
     def _on_group_done(self, group: list[tuple[OutgoingEntry, Any]], _result: Any) -> None:
         # The last future of a round's partition is done: its predecessors normally are too (a
@@ -134,13 +149,18 @@ class Acknowledgements:
             if rids and self._spool is not None:
                 self._spool.ack_many(rids)
             self._counts["acknowledged"] += len(batch)
+            token = self._begin_resolving_locked()
             self._idle.notify_all()
-        for handle, metadata in resolved:
-            handle._resolve(Position(metadata.partition, metadata.offset))
-        for ack, count in bulk.items():
-            ack._resolve_many(count)
-        if live:
-            self.live.acknowledged_many(live)
+        # Outside the lock (a response may hold thousands of handles; appends must not wait).
+        try:
+            for handle, metadata in resolved:
+                handle._resolve(Position(metadata.partition, metadata.offset))
+            for ack, count in bulk.items():
+                ack._resolve_many(count)
+            if live:
+                self.live.acknowledged_many(live)
+        finally:
+            self._end_resolving(token)
 
     def _on_error(self, item: OutgoingEntry, err: Exception) -> None:
         with self._lock:
@@ -181,9 +201,13 @@ class Acknowledgements:
             else:
                 self._mem_done.add(item.ticket)
             self._counts["rejected"] += 1
+            token = self._begin_resolving_locked()
             self._idle.notify_all()
-        log.error("%s (kept in the spool's rejected.log when spooled)", error)
-        if handle is not None:
-            handle._fail(error)
-        if item.seq is not None:
-            self.live.discard(item.session_id, item.seq)
+        try:
+            log.error("%s (kept in the spool's rejected.log when spooled)", error)
+            if handle is not None:
+                handle._fail(error)
+            if item.seq is not None:
+                self.live.discard(item.session_id, item.seq)
+        finally:
+            self._end_resolving(token)

@@ -280,18 +280,21 @@ class Appender(LiveTail, Intake):
             )
 
     def close(self, timeout: float | None = None) -> None:
-        """Flush for up to ``timeout`` s (default ``close_timeout_s``), stop the sender thread and
-        the producer, and release the spool. Entries still unacknowledged stay in the spool for
-        the next appender on it (memory-mode entries too, when there is a spool); their handles
-        fail with :class:`LogUnavailable`. Idempotent."""
+        """Flush, stop the sender thread and the producer, and release the spool, all within
+        ``timeout`` s (default ``close_timeout_s``) in all. Entries still unacknowledged stay in
+        the spool for the next appender on it (memory-mode entries too, when there is a spool);
+        their handles fail with :class:`LogUnavailable`. A sender thread still blocked in the Kafka
+        client at the deadline is left to finish on its own (a daemon; it sends nothing more).
+        Idempotent."""
         budget = self.options.close_timeout_s if timeout is None else timeout
+        deadline = time.monotonic() + budget
         with self._lock:
             if self._closing or self._closed:
                 return
             self._closing = True
+            self._close_deadline = deadline
             thread = self._thread
             self._room.notify_all()
-        deadline = time.monotonic() + budget
         try:
             if thread is not None:
                 if not self._wait_idle(deadline):
@@ -303,10 +306,12 @@ class Appender(LiveTail, Intake):
                     self._work.notify_all()
                     self._idle.notify_all()
                 self._abort_event.set()
-                thread.join(max(0.0, deadline - time.monotonic()) + self.options.connect_timeout_s + 5)
+                thread.join(max(0.0, deadline - time.monotonic()))
                 if thread.is_alive():
-                    log.error(
-                        "the appender's sender thread did not stop; it is a daemon and dies with the process"
+                    log.warning(
+                        "close: the appender's sender thread did not stop within %.1fs (blocked in the "
+                        "Kafka client?); it sends nothing more and stops on its own (a daemon thread)",
+                        budget,
                     )
             self._settle()
         finally:

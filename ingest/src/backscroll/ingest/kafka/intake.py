@@ -80,6 +80,9 @@ class Intake(SenderThread):
         self._acks = deque()
         self._groups = deque()
         self._ack_signal = False
+        self._resolving: set[int] = set()
+        self._rounds = 0
+        self._close_deadline: float | None = None
         self._sender_waiting = False
         self._partition_list = None
         self._partition_cache = {}
@@ -307,13 +310,23 @@ class Intake(SenderThread):
         return spool_left + memory
 
     def _wait_idle(self, deadline: float | None) -> bool:
+        """Wait until every entry accepted so far is acknowledged or failed for good and its
+        handle resolved (False at ``deadline``, or when the sender stopped first)."""
         with self._lock:
             target = self._ticket - 1
+            resolving: set[int] | None = None
             while True:
-                low = self._min_unresolved_locked()
-                if low is None or low > target:
-                    return True
-                if self._crashed is not None or self._abort:
+                if resolving is None:
+                    low = self._min_unresolved_locked()
+                    if low is None or low > target:
+                        # Done in the log, but their handles may still be resolving outside the
+                        # lock: each in a round begun by now, so only these rounds are awaited.
+                        resolving = set(self._resolving)
+                if resolving is not None:
+                    resolving &= self._resolving
+                    if not resolving:
+                        return True
+                elif self._crashed is not None or self._abort:
                     return False
                 if self._thread is None:
                     self._start_sender_locked()

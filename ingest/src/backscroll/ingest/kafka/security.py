@@ -68,6 +68,19 @@ def _sasl_login(settings: KafkaSettings, timeout_s: float) -> str | None:
     )
 
 
+def _speaks_tls(raw: socket.socket, host: str, timeout: float) -> bool:
+    """Whether the listener answers a TLS handshake (certificates unchecked: only the protocol)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    raw.settimeout(timeout)
+    try:
+        with context.wrap_socket(raw, server_hostname=host):
+            return True
+    except (ssl.SSLError, OSError):
+        return False
+
+
 def diagnose(settings: KafkaSettings, timeout_s: float | None = None) -> str | None:
     """Find why the bootstrap servers cannot be used; a one-line cause, or None if they can."""
     timeout = min(timeout_s or settings.bootstrap_timeout_s, 10.0)
@@ -80,6 +93,11 @@ def diagnose(settings: KafkaSettings, timeout_s: float | None = None) -> str | N
         except OSError as err:
             return f"Kafka {server}: cannot connect ({err.strerror or type(err).__name__})"
         try:
+            if protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and _speaks_tls(raw, host, timeout):
+                return (
+                    f"Kafka {server}: the listener speaks TLS, but the security protocol is {protocol} "
+                    "(set BACKSCROLL_KAFKA_SECURITY_PROTOCOL to SSL or SASL_SSL)"
+                )
             if protocol in ("SSL", "SASL_SSL"):
                 try:
                     with _tls_context(settings).wrap_socket(raw, server_hostname=host) as tls:
@@ -105,8 +123,7 @@ def translate(settings: KafkaSettings, err: KafkaError, doing: str) -> IngestErr
         return LogAccessDenied(
             f"Kafka {settings.bootstrap_servers}: {who} is not allowed to {doing}: {what}{detail}"
         )
-    secured = settings.security_protocol != "PLAINTEXT"
-    if isinstance(err, (KafkaTimeoutError, KafkaConnectionError)) and secured:
+    if isinstance(err, (KafkaTimeoutError, KafkaConnectionError)):
         _reap_failed_clients()
         cause = diagnose(settings)
         if cause is not None and ("TLS" in cause or "SASL" in cause):

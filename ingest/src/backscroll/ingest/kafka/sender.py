@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, KafkaTimeoutError
 from kafka.partitioner.default import murmur2
 
 from backscroll.ingest.errors import IngestError
@@ -85,6 +85,8 @@ class SenderThread(Acknowledgements):
     _sender_waiting: bool
     _partition_list: list[int] | None
     _partition_cache: dict[bytes, int]
+    _close_deadline: float | None
+    _closed: bool
 
     def _run(self) -> None:
         # After a small batch the sender rests for up to linger_ms (the producer lingers that long
@@ -106,7 +108,10 @@ class SenderThread(Acknowledgements):
                 elif batch is _TICK:
                     self._housekeeping()
         except BaseException as err:  # a refusal or a bug: make it visible instead of hanging appenders
-            if isinstance(err, IngestError):
+            if self._abort and self._closed:
+                # close() stopped waiting for this thread and released the spool under it.
+                log.debug("the appender's sender thread stopped after close: %r", err)
+            elif isinstance(err, IngestError):
                 log.error("the appender stopped sending: %s", err)
             else:
                 log.exception("the appender's sender thread failed")
@@ -201,6 +206,8 @@ class SenderThread(Acknowledgements):
                     raise translate_kafka_error(
                         err, f"Kafka at {self.settings.bootstrap_servers} refused the producer"
                     ) from err
+                if self._abort:
+                    return None  # closed meanwhile: no retry, nothing to report
                 self._throttle.warn(
                     "connect",
                     "Kafka at %s unreachable (%s); entries are queued/spooled, retrying",
@@ -213,14 +220,23 @@ class SenderThread(Acknowledgements):
             unregister = getattr(producer, "_unregister_cleanup", None)
             if callable(unregister):
                 unregister()  # our atexit hook flushes and closes it, in that order
+            if self._abort:
+                # close() gave up waiting while the producer connected: nothing to send with it.
+                self._producer = producer
+                self._stop_producer()
+                return None
             self._producer = producer
         return self._producer
 
     def _send(self, items: list[OutgoingEntry]) -> None:
-        producer = self._ensure_producer()
+        producer = self._producer
         if producer is None:
+            # Connect with nothing in hand: creating a producer can block for the whole connect
+            # timeout, and close() may stop waiting for this thread meanwhile; the entries then
+            # are where close() settles them.
             with self._lock:
                 self._redo = sorted([*items, *self._redo], key=lambda it: it.ticket)
+            self._ensure_producer()
             return
         topic = self.settings.topic
         inflight = self._inflight
@@ -304,6 +320,14 @@ class SenderThread(Acknowledgements):
                 if self._inflight.pop(id(item), None) is not None:
                     self._inflight_bytes -= item.size
 
+    def _stop_budget(self) -> float:
+        """Seconds left for stopping the producer: what remains of close()'s deadline, else (the
+        sender stopped on its own) one connect timeout."""
+        deadline = self._close_deadline
+        if deadline is None:
+            return self.options.connect_timeout_s
+        return max(0.0, deadline - time.monotonic())
+
     def _stop_producer(self) -> None:
         self._apply_acks()
         producer, self._producer = self._producer, None
@@ -323,7 +347,11 @@ class SenderThread(Acknowledgements):
                 io_thread = getattr(producer, "_sender", None)
                 if io_thread is not None:
                     io_thread.force_close()
-                    io_thread.join(self.options.connect_timeout_s)
-            producer.close(timeout=self.options.connect_timeout_s)
+                    io_thread.join(self._stop_budget())
+            producer.close(timeout=self._stop_budget())
+        except KafkaTimeoutError:
+            # Out of time to wait for it: its I/O thread, told to stop, fails what it holds and
+            # closes its connections on its own.
+            log.debug("the Kafka producer did not close within close()'s timeout")
         except Exception:
             log.exception("closing the Kafka producer failed")

@@ -13,7 +13,7 @@ from backscroll.ingest.kafka.security import translate
 from backscroll.ingest.settings import KafkaSettings
 from backscroll.ingest.wire import MAX_RECORD_BYTES
 
-__all__ = ["dlq_topic", "ensure_topics"]
+__all__ = ["RETENTION_CONFIGS", "delete_topics", "dlq_topic", "ensure_topics", "topic_retention"]
 
 
 def dlq_topic(topic: str) -> str:
@@ -43,6 +43,8 @@ def ensure_topics(settings: KafkaSettings) -> None:
                 "configs": {
                     "max.message.bytes": str(MAX_RECORD_BYTES + 1024 * 1024),
                     "retention.ms": str(settings.retention_ms),
+                    # no size limit either: the topic is the history a rebuild replays
+                    "retention.bytes": "-1",
                 },
             }
             for name, parts in wanted.items()
@@ -67,6 +69,65 @@ def ensure_topics(settings: KafkaSettings) -> None:
         raise translate(settings, err, "create topics") from None
     except OSError as err:
         raise translate_kafka_error(err, f"cannot create topics on {settings.bootstrap_servers}") from err
+    finally:
+        with contextlib.suppress(KafkaError, OSError):
+            admin.close()
+
+
+#: The topic settings that decide how long records stay (``-1``: no limit).
+RETENTION_CONFIGS = ("retention.ms", "retention.bytes")
+
+
+def topic_retention(settings: KafkaSettings) -> dict[str, str]:
+    """The topic's ``retention.ms`` and ``retention.bytes`` as the brokers apply them (its own
+    setting or the broker default), by name.
+
+    Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    try:
+        admin = KafkaAdminClient(**settings.client_config())
+    except KafkaError as err:
+        raise translate(settings, err, "connect") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
+    try:
+        wanted = ConfigResource(
+            ConfigResourceType.TOPIC, settings.topic, configs=dict.fromkeys(RETENTION_CONFIGS)
+        )
+        found = admin.describe_configs([wanted], config_filter="all")
+        configs = found.get("topic", {}).get(settings.topic, {})
+        return {name: str(configs[name]["value"]) for name in RETENTION_CONFIGS if name in configs}
+    except KafkaError as err:
+        raise translate(settings, err, "describe the topic's configuration") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot describe topics on {settings.bootstrap_servers}") from err
+    finally:
+        with contextlib.suppress(KafkaError, OSError):
+            admin.close()
+
+
+def delete_topics(settings: KafkaSettings) -> list[str]:
+    """Delete ``topic`` and ``topic.dlq`` where they exist, and name those deleted: for a throwaway
+    topic (the demo's, a test's), never a fleet's history.
+
+    Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization)."""
+    try:
+        admin = KafkaAdminClient(**settings.client_config())
+    except KafkaError as err:
+        raise translate(settings, err, "connect") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
+    try:
+        existing = set(admin.list_topics())
+        doomed = [name for name in (settings.topic, dlq_topic(settings.topic)) if name in existing]
+        if doomed:
+            admin.delete_topics(doomed)
+        return doomed
+    except KafkaError as err:
+        raise translate(settings, err, "delete topics") from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot delete topics on {settings.bootstrap_servers}") from err
     finally:
         with contextlib.suppress(KafkaError, OSError):
             admin.close()

@@ -37,6 +37,7 @@ from backscroll.query.scoring import (
     TIER_SUBSTRING,
     fuzzy_budget,
     is_compound,
+    near_compound,
     phrase_words,
 )
 
@@ -60,6 +61,10 @@ MAX_LEAVES: Final = 900
 #: 3-grams per word in the substring tier, then fewer when a long query would hold too many leaves
 #: (fewer 3-grams over-match more, and the provider core takes the tier from the text anyway).
 _GRAM_CAPS: Final = (12, 4, 2)
+#: The caps tried in turn, each with or without an identifier's tiers inside longer identifiers
+#: and of typos in its parts; a query too long even with the fewest 3-grams drops those (its
+#: parts then rank in the parts tier) rather than fail.
+_LEAF_BUDGETS: Final = (*((cap, True) for cap in _GRAM_CAPS), (_GRAM_CAPS[-1], False))
 #: Leaf queries per word outside its tiers (its occurrence bonuses, its words in the phrases).
 _OTHER_LEAVES: Final = 12
 _LEAF_QUERIES: Final = frozenset(
@@ -145,7 +150,7 @@ def _plain_tiers(
     return tiers
 
 
-def _compound_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
+def _compound_tiers(raw: str, folded: str, field: str, segments: bool = True) -> list[dict[str, Any]]:
     whole = TIER_EXACT if raw == folded else TIER_FOLDED
     tiers = [
         _const({"term": {f"{field}.ident": folded}}, whole),
@@ -153,7 +158,40 @@ def _compound_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
     ]
     if len(folded) >= 3:
         tiers += _prefix(f"{field}.ident", folded)
+    parts = WORD_RE.findall(folded)
+    if segments and near_compound(folded) and parts:
+        # Inside a longer identifier from a segment on (``parse_he`` in ``self.parse_header``):
+        # its parts but the last as words, the last as the start of one. The provider core keeps
+        # the hits that hold it as typed (typo_readings.diversify), at their tier.
+        inside = [{"match": {field: {"query": part}}} for part in parts[:-1]]
+        inside.append({"prefix": {field: {"value": parts[-1]}}})
+        tiers.append(_const({"bool": {"filter": inside}}, TIER_SUBSTRING))
+        if any(fuzzy_budget(part) for part in parts):
+            # Its parts each within their own typo budget (``exmaple.cmo``: ``example`` … ``com``);
+            # the provider core keeps the hits that hold them as words in a row, at their tier.
+            near = [_near_part(part, field) for part in parts]
+            tiers.append(_const({"bool": {"filter": near}}, TIER_FUZZY))
     return tiers
+
+
+def _near_part(part: str, field: str) -> dict[str, Any]:
+    """The part as a word, or a word within its typo budget (the digit rule included)."""
+    budget = fuzzy_budget(part)
+    same: dict[str, Any] = {"match": {field: {"query": part}}}
+    if not budget:
+        return same
+    key = mixed_key(part)
+    if key is None:
+        fuzzy = {"query": part, "fuzziness": budget, "prefix_length": 0, "max_expansions": _EXPANSIONS}
+        return {"match": {field: fuzzy}}
+    skeleton, letters = key
+    mixed = {
+        "value": f"{skeleton}|{letters}",
+        "fuzziness": budget,
+        "prefix_length": len(skeleton) + 1,
+        "max_expansions": _EXPANSIONS,
+    }
+    return {"bool": {"should": [same, {"fuzzy": {f"{field}.mixed": mixed}}], "minimum_should_match": 1}}
 
 
 def _cjk_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
@@ -179,15 +217,23 @@ def _cjk_tiers(raw: str, folded: str, field: str) -> list[dict[str, Any]]:
 
 
 def word_clause(
-    raw: str, folded: str, *, last: bool = False, typos: bool = True, grams: int = _GRAM_CAPS[0]
+    raw: str,
+    folded: str,
+    *,
+    last: bool = False,
+    typos: bool = True,
+    grams: int = _GRAM_CAPS[0],
+    segments: bool = True,
 ) -> dict[str, Any]:
     """Matches one query word in any tier (``last``: the query's last word, which may be a prefix;
     ``typos=False``: not its typo tiers; ``grams``: at most this many 3-grams in its substring
-    tier); scores as the best tier it reaches (:mod:`backscroll.query.scoring` has the same tiers)."""
+    tier; ``segments=False``: an identifier without its tiers inside longer identifiers and of
+    typos in its parts); scores as the best tier it reaches (:mod:`backscroll.query.scoring` has
+    the same tiers)."""
     tiers: list[dict[str, Any]] = []
     for field in _FIELDS:
         if is_compound(folded):
-            tiers += _compound_tiers(raw, folded, field)
+            tiers += _compound_tiers(raw, folded, field, segments)
         elif is_cjk(folded):
             tiers += _cjk_tiers(raw, folded, field)
         else:
@@ -253,9 +299,9 @@ def search_body(
     Raises ``SESSION_QUERY_INVALID_QUERY`` for a query whose tiers would hold more leaf queries
     than the server takes (:data:`MAX_LEAVES`) even with the fewest 3-grams per word."""
     last = len(plan.words) - 1
-    for grams in _GRAM_CAPS:
+    for grams, segments in _LEAF_BUDGETS:
         clauses = [
-            word_clause(r, w, last=i == last, typos=w not in inside, grams=grams)
+            word_clause(r, w, last=i == last, typos=w not in inside, grams=grams, segments=segments)
             for i, (r, w) in enumerate(zip(plan.raw_words, plan.words, strict=True))
         ]
         if leaves(clauses) <= MAX_LEAVES - _OTHER_LEAVES * len(plan.words):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
 from backscroll.indexer.opensearch.mappings import events_alias, sessions_alias, watermarks_index
@@ -15,6 +14,7 @@ from backscroll.query.config import check_int, check_scope
 from backscroll.query.deadline import Deadline
 from backscroll.query.engine import Corpus, EngineHit, EnginePage, EngineQuery
 from backscroll.query.errors import SessionQueryError
+from backscroll.query.moments import stored_time
 from backscroll.query.opensearch.access import OpenSearchAccess, opensearch_access
 from backscroll.query.opensearch.body import browse_body, count_body, scan_body, search_body
 from backscroll.query.opensearch.scan import SCAN_MAX_ROWS, Oversized, fits, scan_top
@@ -52,6 +52,11 @@ class PageRequest:
 #: request, so each would otherwise ask for a big session's entries again).
 OVERSIZED = Oversized()
 _SCANNED = "opensearch.scanned"
+
+
+def _index_missing(error: object) -> bool:
+    """Whether one failed ``_msearch`` item only says the index does not exist (nothing indexed)."""
+    return isinstance(error, dict) and error.get("type") == "index_not_found_exception"
 
 
 class OpenSearchEngine:
@@ -159,9 +164,12 @@ class OpenSearchEngine:
         if query.live_topic is not None:
             for hit in responses.pop()["hits"]["hits"]:
                 watermarks[int(hit["_source"]["partition"])] = int(hit["_source"]["offset"])
-        for one in responses:
-            if "error" in one:
-                raise self.access.item_error(one["error"], "search")
+        errors = [one["error"] for one in responses if "error" in one]
+        if errors and all(_index_missing(error) for error in errors):
+            # The indexer has not created the index yet: an empty history, not an outage.
+            return Corpus(searched=0, total=0, max_offset=0, exists=False, watermarks=watermarks), []
+        for error in errors:
+            raise self.access.item_error(error, "search")
         first = responses[0]
         total = int(first["hits"]["total"]["value"])
         exists = total > 0 or (request.existence and int(responses[2]["hits"]["total"]["value"]) > 0)
@@ -222,7 +230,7 @@ class OpenSearchEngine:
             text=text,
             turn=source.get("turn"),
             role=source.get("role"),
-            created_at=datetime.fromisoformat(source["time"]) if source.get("time") else None,
+            created_at=stored_time(source.get("time")),
             score=score if math.isfinite(score) else 0.0,  # NaN when sorting without scores
             hints=typo_hints(text, query.plan.words) if not query.plan.browse else (),
         )

@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, Literal
 
 from backscroll.query.errors import SessionQueryError
@@ -145,7 +145,7 @@ def _time_bound(value: object, name: str, kind: str) -> float | None:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise _invalid(f"{kind} clause: {name} needs a UTC offset")
-        return _epoch_ms(value.astimezone(UTC))
+        return _epoch_ms(value)  # an aware time's timestamp needs no UTC copy (which may overflow)
     return _number_bound(value, name, kind)
 
 

@@ -36,6 +36,7 @@ from backscroll.query.scoring import (
     TIER_SUBSTRING,
     fuzzy_budget,
     is_compound,
+    near_compound,
     typo_match,
 )
 from backscroll.query.sqlite.column import read_column
@@ -107,6 +108,10 @@ class WordArms:
         self.cjk = not self.compound and is_cjk(text)
         self.budget = fuzzy_budget(text) if typos else 0
         self.parts = [WordArms(p) for p in WORD_RE.findall(text)] if self.compound else []
+        #: An identifier inside a longer one, from a segment on (the substring tier).
+        self.segment = near_compound(text) and bool(self.parts)
+        #: An identifier's parts may be words in a row with typos (the typo tiers).
+        self.part_typos = any(p.budget for p in self.parts)
         self.expansions: list[tuple[int, str]] = []
         self.expanded = False
         self.complete = True
@@ -172,6 +177,9 @@ class WordArms:
                     out.append(_words_arm(" OR ".join(terms), tier))
             if self._inside_ok():  # a substring: the one-edit tier, so looked up with the typos
                 out.append(_table_arm("events_tri", phrase(word), TIER_SUBSTRING))
+            if self.segment:  # its parts in a row, the last one maybe cut: inside a longer identifier
+                parts = " ".join(p.text for p in self.parts)
+                out.append(_table_arm("events_tri", phrase(f" {parts}"), TIER_SUBSTRING))
             return out
         if phase == PARTS and self.compound and self.parts:
             every = tuple(p._any_arms() for p in self.parts)
@@ -179,7 +187,8 @@ class WordArms:
                 f"SELECT rowid FROM ({' UNION '.join(a.sql for a in arms)})" for arms in every
             )
             params = tuple(v for arms in every for a in arms for v in a.params)
-            return [Arm(sql, params, TIER_PARTS, every)]
+            # Each part within its own budget, in a row, is a typo tier (checked by score_text).
+            return [Arm(sql, params, TIER_FUZZY if self.part_typos else TIER_PARTS, every)]
         return []
 
     def _any_arms(self) -> tuple[Arm, ...]:
@@ -192,7 +201,7 @@ class WordArms:
 
     def has(self, phase: int) -> bool:
         if phase == TYPO:
-            return bool(self.expansions) or self._inside_ok()
+            return bool(self.expansions) or self._inside_ok() or self.segment
         if phase == PREFIX:
             return self._prefix_ok()
         if phase == PARTS:
@@ -204,10 +213,10 @@ class WordArms:
         later = []
         if phase < PREFIX and self._prefix_ok():
             later.append(TIER_PREFIX)
-        if phase < TYPO and (self.budget or self._inside_ok()):
+        if phase < TYPO and (self.budget or self._inside_ok() or self.segment):
             later.append(TIER_FUZZY)  # a typo or a substring
         if phase < PARTS and self.compound and self.parts:
-            later.append(TIER_PARTS)
+            later.append(TIER_FUZZY if self.part_typos else TIER_PARTS)
         return max(later, default=0.0)
 
 

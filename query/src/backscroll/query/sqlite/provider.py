@@ -76,6 +76,8 @@ _LOOKUP_COST: Final = 10
 #: memory (about 60 bytes each) for as long as the data stays the same.
 _MEMBERS_MAX: Final = 500_000
 
+_PROJECTED: Final = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+
 
 class SQLiteEngine:
     """The embedded :class:`~backscroll.query.engine.SearchEngine`: every statement carries the
@@ -108,7 +110,11 @@ class SQLiteEngine:
 
     def search(self, query: EngineQuery, deadline: Deadline) -> EnginePage:
         self.file.catch_up(deadline)
+        if not self.file.path.exists():  # nothing appended yet: an empty history, not an outage
+            return EnginePage(Corpus(searched=0, total=0, max_offset=0, exists=False), [])
         with self.file.snapshot(deadline) as conn:
+            if conn.execute(_PROJECTED).fetchone() is None:  # the indexer has not run yet
+                return EnginePage(Corpus(searched=0, total=0, max_offset=0, exists=False), [])
             self._deadline = deadline
             self._memo.check((id(conn), conn.execute("PRAGMA data_version").fetchone()[0]))
             corpus = self._count(conn, query.plan, query.session_id, query.live_topic)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
 
 import orjson
 
@@ -11,6 +10,7 @@ import backscroll.query.sqlite.candidates as arms_of
 from backscroll.indexer.sqlite.docs import event_instant
 from backscroll.ingest.wire import entry_id
 from backscroll.query.engine import EngineHit
+from backscroll.query.moments import stored_time
 from backscroll.query.sqlite.column import read_column
 
 __all__ = ["doc_ids", "holding", "page_hits"]
@@ -56,7 +56,7 @@ def page_hits(
                 text=text,
                 turn=doc.get("turn"),
                 role=doc.get("role"),
-                created_at=datetime.fromisoformat(doc["time"]) if "time" in doc else event_instant(micros),
+                created_at=stored_time(doc["time"]) if "time" in doc else event_instant(micros),
                 score=score,
                 hints=hints,
             )

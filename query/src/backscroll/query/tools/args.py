@@ -2,10 +2,12 @@
 
 Every shape other than a JSON object (or nothing) is a :class:`ToolError`, never a Python error:
 lists, numbers, strings, tuples, bytes that are not UTF-8 JSON. Unknown properties are ignored.
+Text and mappings alike are refused over :data:`MAX_ARGUMENT_BYTES` (as JSON), before any work.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -19,13 +21,37 @@ __all__ = ["optional_int", "optional_str", "parse_object", "required_int"]
 MAX_ARGUMENT_BYTES: Final = 64 * 1024
 
 
+def _opaque(value: object) -> None:
+    """A value JSON cannot hold (a host's own object) counts as ``null`` when measuring."""
+    return None
+
+
+def _json_size(data: dict[str, Any]) -> int:
+    """The size of ``data`` as JSON text (stdlib's encoder for what orjson refuses: integers past
+    64 bits, keys that are not text, nesting past 254 levels)."""
+    try:
+        return len(orjson.dumps(data, default=_opaque))
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        text = json.dumps(data, default=_opaque, skipkeys=True, ensure_ascii=False, check_circular=True)
+    except (RecursionError, ValueError):
+        raise invalid_arguments("the arguments nest too deeply") from None
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def parse_object(arguments: object) -> dict[str, Any]:
     """The argument object: ``None``, blank text and ``{}`` are an empty object; JSON text (str,
     bytes) must decode to an object; a mapping is copied."""
     if arguments is None:
         return {}
     if isinstance(arguments, Mapping):
-        return {key: value for key, value in arguments.items() if isinstance(key, str)}
+        data = {key: value for key, value in arguments.items() if isinstance(key, str)}
+        # The same cap as JSON text (a mapping arrives from MCP or an SDK already decoded), measured
+        # before any work, so a 20 MB query is refused at once instead of searched.
+        if _json_size(data) > MAX_ARGUMENT_BYTES:
+            raise invalid_arguments(f"the arguments exceed {MAX_ARGUMENT_BYTES} bytes")
+        return data
     if isinstance(arguments, bytes | bytearray | memoryview):
         raw = bytes(arguments)
     elif isinstance(arguments, str):

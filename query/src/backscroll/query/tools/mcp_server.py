@@ -8,14 +8,17 @@ so a slow search never blocks the server's event loop.
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
+from backscroll.query.tools.mcp_frames import MAX_FRAME_BYTES
+from backscroll.query.tools.mcp_stdio import DRAIN_TIMEOUT_S, serve_stdio_streams, wire_streams
 from backscroll.query.tools.toolset import SYSTEM_PROMPT, Toolset
 
 __all__ = ["build_server", "serve_http", "serve_stdio"]
@@ -66,16 +69,37 @@ def build_server(
     )
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client over stdin/stdout until it disconnects."""
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+async def serve_stdio(server: Server[Any], *, drain_timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+    """Serve one client over stdin/stdout until it disconnects: a malformed frame gets its JSON-RPC
+    error reply, and the calls in flight when stdin closes are still answered (for at most
+    ``drain_timeout_s``); see :mod:`~backscroll.query.tools.mcp_stdio`."""
+    with wire_streams() as (stdin, stdout):
+        await serve_stdio_streams(server, stdin, stdout, drain_timeout_s=drain_timeout_s)
 
 
-async def serve_http(server: Server[Any], *, host: str, port: int, path: str = "/mcp") -> None:
-    """Serve streamable HTTP on ``host:port`` at ``path`` (DNS-rebinding protection on localhost)."""
+async def serve_http(
+    server: Server[Any],
+    *,
+    host: str,
+    port: int,
+    path: str = "/mcp",
+    sock: socket.socket | None = None,
+    wrap: Callable[[Any], Any] | None = None,
+) -> bool:
+    """Serve streamable HTTP on ``host:port`` at ``path`` (DNS-rebinding protection on localhost).
+
+    With ``sock`` (a socket the caller bound to ``host:port`` and listens on) uvicorn serves on it
+    and binds nothing itself, so the caller reports a busy port its own way. ``wrap`` puts ASGI
+    middleware (authentication, a Host check) in front of the app. Returns whether the
+    server started (``False``: it could not bind or its startup failed; uvicorn logged why)."""
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    # The same frame cap as stdio: a request body over it is refused before it is read whole.
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, max_request_body_size=MAX_FRAME_BYTES
+    )
+    served_app = app if wrap is None else wrap(app)
+    config = uvicorn.Config(served_app, host=host, port=port, log_level="warning", lifespan="on")
+    served = uvicorn.Server(config)
+    await served.serve(sockets=None if sock is None else [sock])
+    return served.started

@@ -100,10 +100,15 @@ class EventReadTool(_ReaderTool):
             description=(
                 "Read one event of a session exactly: its full text and details, plus a window of "
                 "neighbouring events (before/after) as one-line summaries. Use it after a search to see "
-                "the whole entry behind an excerpt, or the turns around it."
+                "the whole entry behind an excerpt, or the turns around it. A long text comes in pieces: "
+                "read the next one with the offset the result names."
             ),
             max_output_chars=max_output_chars,
         )
+        if isinstance(max_text_chars, bool) or not isinstance(max_text_chars, int) or max_text_chars < 1:
+            raise SessionQueryError(
+                "SESSION_QUERY_INVALID_CONFIG", "max_text_chars must be a positive integer"
+            )
         self.max_text_chars = max_text_chars
 
     @property
@@ -117,6 +122,14 @@ class EventReadTool(_ReaderTool):
                 "seq": dict(_SEQ_ARG),
                 "before": {"type": "integer", "description": f"Events to show before it{bound}; default 0."},
                 "after": {"type": "integer", "description": f"Events to show after it{bound}; default 0."},
+                "offset": {
+                    "type": "integer",
+                    "description": (
+                        f"Character offset into the event's text; default 0. A text longer than "
+                        f"{self.max_text_chars} characters is shown one piece at a time, and the "
+                        "result names the offset of the next piece."
+                    ),
+                },
             },
             "required": ["seq"],
         }
@@ -126,8 +139,15 @@ class EventReadTool(_ReaderTool):
         seq = required_int(data, "seq")
         before = optional_int(data, "before") or 0
         after = optional_int(data, "after") or 0
+        offset = optional_int(data, "offset") or 0
+        if offset < 0:
+            raise invalid_arguments("offset must be 0 or more")
         result = self._reader().read_event(session_id, seq, before=before, after=after)
-        return render_read(result, max_text_chars=self.max_text_chars)
+        if offset > len(result.target.text):
+            raise invalid_arguments(
+                f"offset is past the end of the event's text ({len(result.target.text)} characters)"
+            )
+        return render_read(result, max_text_chars=self.max_text_chars, offset=offset)
 
 
 class SessionTraceTool(_ReaderTool):

@@ -8,12 +8,13 @@ line that says how many were left out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import orjson
 
 from backscroll.query.contract import SessionMatch
+from backscroll.query.moments import utc_text
 from backscroll.query.reads import (
     EventRecordView,
     EventTraceResult,
@@ -44,7 +45,7 @@ def flat(text: str | None, limit: int = SUMMARY_CHARS) -> str:
 
 
 def _time(value: datetime | None) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else "time unknown"
+    return utc_text(value) if value is not None else "time unknown"
 
 
 def _numbers(values: Sequence[int]) -> str:
@@ -75,9 +76,22 @@ def _session_line(header: SessionHeader) -> str:
     return ", ".join(parts)
 
 
-def render_read(result: ReadEventResult, *, max_text_chars: int) -> str:
-    """The window as one summary line per event, then the full target as fenced JSON (its text cut
-    at ``max_text_chars`` with a note)."""
+def _piece(text: str, offset: int, max_text_chars: int) -> int:
+    """Where the piece of ``text`` from ``offset`` ends: at most ``max_text_chars`` characters, and
+    fewer when JSON escapes (control characters, quotes) would make it longer than that."""
+    end = min(len(text), offset + max_text_chars)
+    while end - offset > 1:
+        escaped = len(orjson.dumps(text[offset:end]).decode("utf-8")) - 2
+        if escaped <= max_text_chars:
+            break
+        end = offset + max(1, (end - offset) * max_text_chars // escaped)
+    return end
+
+
+def render_read(result: ReadEventResult, *, max_text_chars: int, offset: int = 0) -> str:
+    """The window as one summary line per event, then the full target as fenced JSON. A text longer
+    than ``max_text_chars`` is shown one piece at a time, from character ``offset``; a line before
+    the JSON says which characters are shown and the ``offset`` that reads the next piece."""
     header = result.header
     target = result.target
     lines = [
@@ -87,11 +101,22 @@ def render_read(result: ReadEventResult, *, max_text_chars: int) -> str:
     lines.extend(("→ " if event.seq == target.seq else "  ") + _event_line(event) for event in result.events)
     document = target.model_dump(mode="json", exclude_none=True)
     text = target.text
-    if len(text) > max_text_chars:
-        document["text"] = text[:max_text_chars]
-        document["text_cut"] = f"{len(text) - max_text_chars} more characters not shown"
+    end = _piece(text, offset, max_text_chars)
+    piece_note = ""
+    if offset > 0 or end < len(text):
+        document["text"] = text[offset:end]
+        more = len(text) - end
+        piece_note = f"Text: characters {offset} to {end} of {len(text)} shown"
+        if more:
+            document["text_cut"] = f"{more} more characters not shown; read on with offset={end}"
+            piece_note += f"; {more} more: call again with offset={end} to read the next piece."
+        else:
+            piece_note += "; this is the end of the text."
     body = orjson.dumps(document, option=orjson.OPT_INDENT_2).decode("utf-8")
-    lines.extend(["", f"Event seq {target.seq} in full:", "```json", body.replace("```", "`\u200b``"), "```"])
+    lines.append("")
+    if piece_note:
+        lines.append(piece_note)
+    lines.extend([f"Event seq {target.seq} in full:", "```json", body.replace("```", "`\u200b``"), "```"])
     return "\n".join(lines)
 
 

@@ -15,7 +15,9 @@ from backscroll.query.contract import (
     SessionMatch,
     SessionQuery,
     SessionQueryRequest,
+    SessionQueryResult,
 )
+from backscroll.query.cursor import MAX_PAGED
 from backscroll.query.errors import SessionQueryError
 from backscroll.query.render import _echo, render_result
 from backscroll.query.tools.args import optional_int, optional_str, parse_object
@@ -23,6 +25,7 @@ from backscroll.query.tools.base import DEFAULT_MAX_OUTPUT_CHARS, ModelTool
 from backscroll.query.tools.render import render_grouped
 
 __all__ = [
+    "MAX_TOOL_LIMIT",
     "SEARCH_DESCRIPTION",
     "TOOL_NAME",
     "WORKSPACE_DESCRIPTION",
@@ -32,6 +35,8 @@ __all__ = [
 ]
 
 TOOL_NAME: Final = "session_query"
+#: The highest ``max_limit`` of ``session_query``: the most matches one chain of pages may return.
+MAX_TOOL_LIMIT: Final = MAX_PAGED
 
 SEARCH_DESCRIPTION: Final = (
     "Search this session's own durable history, including parts that context compaction has "
@@ -93,6 +98,32 @@ class _SearchBase(ModelTool):
         value = getattr(self.provider, attribute, fallback)
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else fallback
 
+    def _collect(
+        self, request: SessionQueryRequest, want: int, skip_session: str | None = None
+    ) -> tuple[list[SessionMatch], SessionQueryResult, bool]:
+        """Up to ``want`` matches of ``request`` (whose limit is the page size), following the
+        provider's cursors: ``(matches, first page, whether more matches exist than returned)``.
+        Matches of ``skip_session`` are left out. A corpus that moves under the cursor (an agent
+        appended) restarts the chain once from the top."""
+        assert self.provider is not None
+        for attempt in (1, 2):
+            hits: list[SessionMatch] = []
+            cursor: str | None = None
+            first: SessionQueryResult | None = None
+            try:
+                while True:
+                    page = self.provider.search(request.model_copy(update={"cursor": cursor}))
+                    first = first or page
+                    hits.extend(m for m in page.matches if m.session_id != skip_session)
+                    cursor = page.next_cursor
+                    if cursor is None or len(hits) >= want:
+                        # More exist when a later page does, or the last page overflowed ``want``.
+                        return hits[:want], first, cursor is not None or len(hits) > want
+            except SessionQueryError as err:
+                if err.code != "SESSION_QUERY_STALE_CURSOR" or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
 
 class SessionQueryTool(_SearchBase):
     """``session_query``: ranked hits in the provider's scope (or one pinned session of it).
@@ -123,9 +154,17 @@ class SessionQueryTool(_SearchBase):
         )
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise SessionQueryError("SESSION_QUERY_INVALID_SCOPE", "session_id must be a non-blank string")
-        # The provider's own limits bound the tool unless the operator narrows them further.
-        provider_max = self._provider_limit("max_limit", MAX_LIMIT)
-        max_limit = provider_max if max_limit is None else min(max_limit, provider_max)
+        # The tool's own maximum decides (it pages through the provider past the provider's
+        # maximum); without one, the provider's maximum is the tool's.
+        self.page_size = self._provider_limit("max_limit", MAX_LIMIT)
+        if max_limit is None:
+            max_limit = min(self.page_size, MAX_TOOL_LIMIT)
+        if (
+            isinstance(max_limit, bool)
+            or not isinstance(max_limit, int)
+            or not 1 <= max_limit <= MAX_TOOL_LIMIT
+        ):
+            raise _config(f"max_limit must be an integer in [1, {MAX_TOOL_LIMIT}]")
         if default_limit is None:
             default_limit = min(self._provider_limit("default_limit", DEFAULT_LIMIT), max_limit)
         if not 1 <= default_limit <= max_limit:
@@ -171,11 +210,17 @@ class SessionQueryTool(_SearchBase):
         request = SessionQueryRequest(
             session_id=self.session_id,
             query=query,
-            limit=limit,
+            limit=min(limit, self.page_size),
             excerpt_bytes=self.excerpt_bytes,
             exclude_tools=self.exclude_tools,
         )
-        result = self.provider.search(request)
+        if limit <= self.page_size:
+            result = self.provider.search(request)
+        else:
+            matches, first, more = self._collect(request, limit)
+            result = first.model_copy(
+                update={"matches": tuple(matches), "next_cursor": "more" if more else None}
+            )
         scope = getattr(self.provider, "scope", None)
         several = getattr(scope, "kind", "sessions") == "workspaces" or len(getattr(scope, "ids", ())) > 1
         noun = "workspace" if self.session_id is None and several else "session"
@@ -240,33 +285,12 @@ class SessionSearchTool(_SearchBase):
         }
 
     def _drain(self, query: str) -> tuple[list[SessionMatch], int, bool, bool]:
-        assert self.provider is not None
         page_size = min(self._provider_limit("max_limit", MAX_LIMIT), self.max_results)
-        for attempt in (1, 2):
-            hits: list[SessionMatch] = []
-            cursor: str | None = None
-            searched, partial = 0, False
-            try:
-                while True:
-                    request = SessionQueryRequest(
-                        query=query,
-                        limit=page_size,
-                        excerpt_bytes=self.excerpt_bytes,
-                        exclude_tools=self.exclude_tools,
-                        cursor=cursor,
-                    )
-                    page = self.provider.search(request)
-                    if cursor is None:
-                        searched, partial = page.searched, page.partial
-                    hits.extend(m for m in page.matches if m.session_id != self.exclude_session_id)
-                    cursor = page.next_cursor
-                    if cursor is None or len(hits) >= self.max_results:
-                        return hits[: self.max_results], searched, partial, cursor is not None
-            except SessionQueryError as err:
-                # The corpus moved under the cursor (an agent appended): start once more from the top.
-                if err.code != "SESSION_QUERY_STALE_CURSOR" or attempt == 2:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        request = SessionQueryRequest(
+            query=query, limit=page_size, excerpt_bytes=self.excerpt_bytes, exclude_tools=self.exclude_tools
+        )
+        hits, first, capped = self._collect(request, self.max_results, skip_session=self.exclude_session_id)
+        return hits, first.searched, first.partial, capped
 
     def _call(self, data: dict[str, Any]) -> str:
         query = optional_str(data, "query") or ""
