@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import orjson
 
-from backscroll.capture.context import Context, started_at
+from backscroll.capture.context import Context, find_transcripts
 from backscroll.capture.entries import Parent, clean_id, clean_type, parse_time
 
 __all__ = ["ClaudeCode", "line_json"]
@@ -106,10 +106,7 @@ class ClaudeCode:
         return Path.home() / ".claude" / "projects"
 
     def transcripts(self, root: Path) -> list[Path]:
-        if root.is_file():
-            return [root]
-        found = [p for p in root.rglob("*.jsonl") if p.is_file()]
-        return sorted(found, key=started_at)
+        return find_transcripts(root, "*.jsonl")
 
     def default_session(self, path: Path) -> str:
         # <project>/<session>/subagents/agent-<id>.jsonl belongs to <session>'s subagent.

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from backscroll.capture.claude_code import line_json
-from backscroll.capture.context import Context, started_at
+from backscroll.capture.context import Context, find_transcripts
 from backscroll.capture.entries import clean_id, clean_type, parse_time
 
 __all__ = ["Codex"]
@@ -77,10 +77,7 @@ class Codex:
         return Path.home() / ".codex" / "sessions"
 
     def transcripts(self, root: Path) -> list[Path]:
-        if root.is_file():
-            return [root]
-        found = [p for p in root.rglob("rollout-*.jsonl") if p.is_file()]
-        return sorted(found, key=started_at)
+        return find_transcripts(root, "rollout-*.jsonl")
 
     def default_session(self, path: Path) -> str:
         found = _SESSION_IN_NAME.search(path.stem)

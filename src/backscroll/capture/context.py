@@ -13,12 +13,20 @@ import orjson
 from backscroll.capture.entries import Batch, clean_id, workspace_for
 from backscroll.capture.settings import CaptureSettings
 
-__all__ = ["Context", "Format", "first_cwd", "started_at"]
+__all__ = ["Context", "Format", "find_transcripts", "first_cwd", "started_at"]
 
 #: Lines read from a transcript's start to find its working folder.
 _CWD_SCAN_LINES: Final = 64
 _CWD: Final = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _TIMESTAMP: Final = re.compile(rb'"timestamp"\s*:\s*"([^"]{10,40})"')
+
+
+def find_transcripts(root: Path, pattern: str) -> list[Path]:
+    """``root`` itself when it is a file, else the files below it matching ``pattern``, in the
+    order they were started (:func:`started_at`)."""
+    if root.is_file():
+        return [root]
+    return sorted((p for p in root.rglob(pattern) if p.is_file()), key=started_at)
 
 
 def started_at(path: Path) -> tuple[str, str]:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from backscroll.cli.listen import bind_listener, refuse_open_bind, shown_address
+from backscroll.cli.listen import bind_listener, refuse_open_bind, serve_on, shown_address
 from backscroll.cli.output import EXIT_FAILED, EXIT_USAGE, err_console, fail
 from backscroll.textsafe import safe_text
 
@@ -35,8 +35,6 @@ def console(
     from pydantic import ValidationError
 
     try:
-        import uvicorn
-
         from backscroll.console.app import create_app
         from backscroll.console.settings import ConsoleSettings, Grants, is_loopback
         from backscroll.console.source import ConsoleSource
@@ -70,13 +68,5 @@ def console(
     err_console.print(
         Text(safe_text(f"backscroll console on {where} · {backend.describe()} · {mode} · {auth}"))
     )
-    config = uvicorn.Config(app, log_level="warning", server_header=False, proxy_headers=False)
-    server = uvicorn.Server(config)
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        return
-    finally:
-        sock.close()
-    if not server.started:
+    if not serve_on(app, sock):
         fail("the console did not start (see the lines above)", EXIT_FAILED)

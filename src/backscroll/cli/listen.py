@@ -8,12 +8,13 @@ The bound socket is then handed to uvicorn (``uvicorn.Server(config).run(sockets
 
 from __future__ import annotations
 
-import ipaddress
 import socket
+from typing import Any
 
 from backscroll.cli.output import EXIT_USAGE, fail
+from backscroll.console.settings import is_loopback
 
-__all__ = ["BACKLOG", "bind_listener", "is_loopback", "refuse_open_bind", "shown_address"]
+__all__ = ["BACKLOG", "bind_listener", "is_loopback", "refuse_open_bind", "serve_on", "shown_address"]
 
 #: Pending connections the kernel queues (uvicorn's default).
 BACKLOG = 2048
@@ -22,16 +23,6 @@ BACKLOG = 2048
 def shown_address(host: str, port: int) -> str:
     """``host:port`` as a URL writes it (an IPv6 address in brackets)."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def refuse_open_bind(host: str, *, has_token: bool, needs: str) -> None:
@@ -67,3 +58,19 @@ def _cause(err: BaseException) -> str:
     if isinstance(err, OSError) and err.strerror:
         return err.strerror.lower()
     return str(err) or type(err).__name__
+
+
+def serve_on(app: Any, sock: socket.socket) -> bool:
+    """Run the ASGI ``app`` with uvicorn on the bound ``sock`` until interrupted; whether the
+    server started (False: uvicorn printed why). The socket is closed in every case."""
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", server_header=False, proxy_headers=False)
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        return True
+    finally:
+        sock.close()
+    return bool(server.started)

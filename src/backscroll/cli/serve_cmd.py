@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from backscroll.cli.listen import bind_listener, refuse_open_bind, shown_address
-from backscroll.cli.output import EXIT_USAGE, err_console, fail
+from backscroll.cli.listen import bind_listener, refuse_open_bind, serve_on, shown_address
+from backscroll.cli.output import EXIT_FAILED, EXIT_USAGE, err_console, fail
 from backscroll.textsafe import safe_text
 
 __all__ = ["register", "serve"]
@@ -39,8 +39,6 @@ def serve(
     from pydantic import ValidationError
 
     try:
-        import uvicorn
-
         from backscroll.service.app import ServiceConfig, create_app
     except ImportError as err:
         fail(f"the service needs the console extra: pip install 'backscroll[console]' ({err})", EXIT_USAGE)
@@ -80,17 +78,13 @@ def serve(
     sock = bind_listener(host, port)  # before the banner: a busy port is one line and exit 2
     where = f"http://{shown_address(host, sock.getsockname()[1])}"
     err_console.print(Text(safe_text(f"backscroll serve on {where} · {backend.describe()} · token required")))
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", server_header=False, proxy_headers=False)
-    )
     try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        return
+        started = serve_on(app, sock)
     finally:
-        sock.close()
         audit.close()
         backend.close()
+    if not started:
+        fail("the service did not start (see the lines above)", EXIT_FAILED)
 
 
 def register(app: typer.Typer) -> None:

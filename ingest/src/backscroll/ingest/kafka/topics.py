@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 from kafka import KafkaAdminClient
 from kafka.errors import AuthorizationError, KafkaError, TopicAlreadyExistsError
@@ -20,10 +21,10 @@ def dlq_topic(topic: str) -> str:
     return f"{topic}.dlq"
 
 
-def ensure_topics(settings: KafkaSettings) -> None:
-    """Create ``topic`` and ``topic.dlq`` with backscroll's settings; existing topics are left alone.
-
-    Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization, invalid topic)."""
+@contextlib.contextmanager
+def _admin(settings: KafkaSettings, doing: str) -> Iterator[KafkaAdminClient]:
+    """An admin client for ``doing`` something; driver errors leave as our typed errors (our
+    own errors raised inside pass through), and the client is closed in every case."""
     try:
         admin = KafkaAdminClient(**settings.client_config())
     except KafkaError as err:
@@ -31,6 +32,21 @@ def ensure_topics(settings: KafkaSettings) -> None:
     except OSError as err:
         raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
     try:
+        yield admin
+    except KafkaError as err:
+        raise translate(settings, err, doing) from None
+    except OSError as err:
+        raise translate_kafka_error(err, f"cannot {doing} on {settings.bootstrap_servers}") from err
+    finally:
+        with contextlib.suppress(KafkaError, OSError):
+            admin.close()
+
+
+def ensure_topics(settings: KafkaSettings) -> None:
+    """Create ``topic`` and ``topic.dlq`` with backscroll's settings; existing topics are left alone.
+
+    Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization, invalid topic)."""
+    with _admin(settings, "create topics") as admin:
         existing = set(admin.list_topics())
         wanted = {
             settings.topic: settings.partitions,
@@ -63,15 +79,6 @@ def ensure_topics(settings: KafkaSettings) -> None:
                         f"visible to principal {settings.sasl_username!r}, which may not create it "
                         f"({type(err).__name__})"
                     ) from None
-    except LogAccessDenied:
-        raise
-    except KafkaError as err:
-        raise translate(settings, err, "create topics") from None
-    except OSError as err:
-        raise translate_kafka_error(err, f"cannot create topics on {settings.bootstrap_servers}") from err
-    finally:
-        with contextlib.suppress(KafkaError, OSError):
-            admin.close()
 
 
 #: The topic settings that decide how long records stay (``-1``: no limit).
@@ -85,26 +92,13 @@ def topic_retention(settings: KafkaSettings) -> dict[str, str]:
     Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization)."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    try:
-        admin = KafkaAdminClient(**settings.client_config())
-    except KafkaError as err:
-        raise translate(settings, err, "connect") from None
-    except OSError as err:
-        raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
-    try:
+    with _admin(settings, "describe the topic's configuration") as admin:
         wanted = ConfigResource(
             ConfigResourceType.TOPIC, settings.topic, configs=dict.fromkeys(RETENTION_CONFIGS)
         )
         found = admin.describe_configs([wanted], config_filter="all")
         configs = found.get("topic", {}).get(settings.topic, {})
         return {name: str(configs[name]["value"]) for name in RETENTION_CONFIGS if name in configs}
-    except KafkaError as err:
-        raise translate(settings, err, "describe the topic's configuration") from None
-    except OSError as err:
-        raise translate_kafka_error(err, f"cannot describe topics on {settings.bootstrap_servers}") from err
-    finally:
-        with contextlib.suppress(KafkaError, OSError):
-            admin.close()
 
 
 def delete_topics(settings: KafkaSettings) -> list[str]:
@@ -112,22 +106,9 @@ def delete_topics(settings: KafkaSettings) -> list[str]:
     topic (the demo's, a test's), never a fleet's history.
 
     Raises :class:`LogUnavailable` (retriable) or :class:`LogRefused` (authorization)."""
-    try:
-        admin = KafkaAdminClient(**settings.client_config())
-    except KafkaError as err:
-        raise translate(settings, err, "connect") from None
-    except OSError as err:
-        raise translate_kafka_error(err, f"cannot reach Kafka at {settings.bootstrap_servers}") from err
-    try:
+    with _admin(settings, "delete topics") as admin:
         existing = set(admin.list_topics())
         doomed = [name for name in (settings.topic, dlq_topic(settings.topic)) if name in existing]
         if doomed:
             admin.delete_topics(doomed)
         return doomed
-    except KafkaError as err:
-        raise translate(settings, err, "delete topics") from None
-    except OSError as err:
-        raise translate_kafka_error(err, f"cannot delete topics on {settings.bootstrap_servers}") from err
-    finally:
-        with contextlib.suppress(KafkaError, OSError):
-            admin.close()
