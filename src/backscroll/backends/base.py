@@ -133,9 +133,10 @@ class BackendSettings(BaseSettings):
         """The options every backend's providers share: ``search_enabled`` and ``cursor_key`` (or,
         unset, the per-user ``cursor_key_file``)."""
         from backscroll.backends.cursor_key import KEY_FILE_NAME
-        from backscroll.query.cursor import derive_key
 
         if self.cursor_key is not None:
+            from backscroll.query.cursor import derive_key
+
             key = derive_key(self.cursor_key.get_secret_value())
             return {"search_enabled": self.search_enabled, "cursor_key": key}
         key_file = default_sqlite_path().parent / KEY_FILE_NAME

@@ -15,10 +15,10 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from backscroll.query.cursor import derive_key
-from backscroll.query.errors import SessionQueryError
+if TYPE_CHECKING:
+    from backscroll.query.errors import SessionQueryError
 
 __all__ = ["KEY_FILE_NAME", "load_or_create_key"]
 
@@ -31,6 +31,10 @@ _log = logging.getLogger(__name__)
 
 
 def _invalid(path: Path, problem: str) -> SessionQueryError:
+    # the query stage loads only when a key file is wrong: the module stays light for the
+    # commands that build a backend without searching (the Claude Code hook runs on every event)
+    from backscroll.query.errors import SessionQueryError
+
     return SessionQueryError(
         "SESSION_QUERY_INVALID_CONFIG",
         f"the cursor key file {path} {problem}; delete it to have a new one made, "
@@ -54,6 +58,8 @@ def _read(path: Path) -> bytes:
         raw = handle.read(_SECRET_CHARS + 1)
     if len(raw) != _SECRET_CHARS:
         raise _invalid(path, f"holds {len(raw)} bytes instead of {_SECRET_CHARS}")
+    from backscroll.query.cursor import derive_key
+
     try:
         return derive_key(raw.decode("ascii"))
     except UnicodeDecodeError:
@@ -89,6 +95,8 @@ def load_or_create_key(path: Path) -> bytes | None:
         pass
     except OSError as err:
         raise _invalid(path, f"cannot be read ({err.strerror or err})") from None
+    from backscroll.query.errors import SessionQueryError
+
     try:
         _create(path)
         return _read(path)

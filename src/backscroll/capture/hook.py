@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import orjson
 
@@ -90,6 +90,12 @@ def _capture(raw: bytes, settings: CaptureSettings, deadline: float) -> None:
         except Exception as err:  # the spool keeps them; the next appender sends them
             log.warning("log not reachable now (%s); the entries wait in the spool", err)
         capture.log.close(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+
+
+def read_event(stream: BinaryIO) -> bytes:
+    """The hook event's JSON from ``stream``, read up to one byte past the input limit (so an
+    oversized event is seen as such, never read whole)."""
+    return stream.read(_MAX_INPUT_BYTES + 1)
 
 
 def run_hook(raw: bytes, settings: CaptureSettings | None = None) -> None:

@@ -153,9 +153,9 @@ def capture_claude_code(
     if not install:
         if user or project or dry_run:
             fail("--user, --project and --dry-run go with --install", EXIT_USAGE)
-        from backscroll.capture.hook import run_hook
+        from backscroll.capture.hook import read_event, run_hook
 
-        run_hook(sys.stdin.buffer.read(1024 * 1024 + 1))
+        run_hook(read_event(sys.stdin.buffer))
         return
     if user and project:
         fail("give --user or --project, not both", EXIT_USAGE)
