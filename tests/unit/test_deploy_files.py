@@ -372,7 +372,8 @@ def test_dockerfile_entrypoint_is_a_cli_command() -> None:
 
     program, *args = _entrypoint()
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts[program] == "backscroll.cli.main:app"
+    # the entry point runs the Claude Code hook form itself and hands every other line to the app
+    assert scripts[program] == "backscroll.cli.entry:main"
     command = typer.main.get_command(app)
     commands = getattr(command, "commands", {})
     assert args and args[0] in commands, f"`{program} {args[0]}` is not a command: {sorted(commands)}"
